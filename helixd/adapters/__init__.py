@@ -1,0 +1,26 @@
+"""The adapter registry: plain data.  Adding an agent is one module plus one line here.
+
+Nothing outside ``helixd/adapters/`` names an agent: ingest, store and CLI look adapters
+up by name or by the root a file was found under.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from helixd.adapters import claude
+from helixd.adapters.base import Adapter, Chunk, FileContext
+
+REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER,)
+
+
+def adapter_named(name: str) -> Adapter:
+    """The registered adapter called ``name``; KeyError names the known ones."""
+    for adapter in REGISTRY:
+        if adapter.name == name:
+            return adapter
+    known = ", ".join(a.name for a in REGISTRY)
+    raise KeyError(f"unknown agent {name!r} (known: {known})")
+
+
+__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "adapter_named"]

@@ -1,0 +1,69 @@
+"""The adapter contract: one pure parser per agent, registered as plain data.
+
+An adapter turns bytes of one source file into normalized records.  It does no I/O and
+keeps no globals: everything it learned from earlier bytes of the same file travels in
+``state`` (small, JSON-serialisable) which the store saves with the file's cursor in the
+same transaction as the records.  The contract, checked for every registered adapter by
+``tests/test_adapter_contract.py``:
+
+* ``consumed`` never ends inside a line; bytes after it are offered again next time;
+* feeding a file in chunks cut anywhere gives exactly the records of one whole read;
+* a malformed line, invalid UTF-8 or an unknown record type is reported (``Parsed.bad``,
+  ``Parsed.unknown_types``), never raised;
+* event offsets are absolute byte offsets in the source file (``Chunk.base`` + position).
+
+See ``docs/adapters.md`` for how to add an agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helixd.records import Parsed
+
+
+@dataclass(frozen=True, slots=True)
+class FileContext:
+    """Where the bytes come from.  ``rel`` is the path relative to its root (POSIX form)."""
+
+    path: str
+    rel: str
+    sidecar: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes read from ``ctx.path`` starting at byte ``base``; ``at_eof`` when the read
+    reached the end of the file (a final line without newline may then be taken)."""
+
+    data: bytes
+    base: int
+    at_eof: bool
+    ctx: FileContext
+
+
+ParseFn = Callable[[Chunk, Mapping[str, Any]], Parsed]
+RootsFn = Callable[[Mapping[str, str], Path], list[Path]]
+
+
+def _no_sidecar(path: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """One agent.  ``matches(rel)`` decides which files under a root belong to it;
+    ``default_roots(environ, home)`` lists where it looks when config names no roots;
+    ``sidecar(path)`` names a small companion file whose bytes are passed to ``parse``.
+    ``version`` rises whenever the records it produces change (re-normalization)."""
+
+    name: str
+    version: int
+    parse: ParseFn
+    default_roots: RootsFn
+    matches: Callable[[str], bool]
+    sidecar: Callable[[str], str | None] = _no_sidecar
+    description: str = ""

@@ -1,0 +1,112 @@
+"""Pure JSONL framing shared by every line-oriented adapter.
+
+``frame`` splits a byte buffer into complete lines and says how many bytes it consumed.
+It never consumes a partial line: the trailing fragment stays for the next read, except
+when ``at_eof`` is set and the fragment is a complete JSON object on its own (finished
+files without a final newline, formats.md §11.1).  A newline appended later then shows up
+as an empty line at the start of the next read, which is skipped, so nothing is duplicated.
+
+``decode`` turns one line into a JSON object, tolerating invalid UTF-8 and lone
+surrogates (the line is re-decoded with replacement characters and flagged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import json
+
+import orjson
+
+
+class LineError(ValueError):
+    """A complete line that is not a usable JSON object."""
+
+
+def frame(data: bytes, at_eof: bool) -> tuple[list[tuple[int, bytes]], int]:
+    """Return ``([(offset, line_without_newline), ...], consumed)`` for ``data``.
+
+    Offsets are relative to the start of ``data``.  Blank lines (only whitespace) are
+    consumed but not returned.
+    """
+    lines: list[tuple[int, bytes]] = []
+    end = data.rfind(b"\n")
+    consumed = end + 1  # 0 when there is no newline at all
+    if consumed:
+        pos = 0
+        for piece in data[:end].split(b"\n"):
+            if piece.strip():
+                lines.append((pos, piece.rstrip(b"\r")))
+            pos += len(piece) + 1
+    if at_eof and consumed < len(data):
+        tail = data[consumed:]
+        if tail.strip() and _is_complete_object(tail):
+            lines.append((consumed, tail))
+            consumed = len(data)
+    return lines, consumed
+
+
+def _is_complete_object(tail: bytes) -> bool:
+    stripped = tail.strip()
+    if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
+        return False
+    try:
+        return isinstance(orjson.loads(stripped), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def decode(line: bytes) -> tuple[dict[str, Any], bool]:
+    """Parse one line into a JSON object; returns ``(obj, repaired)``.
+
+    ``repaired`` is true when the line was not valid UTF-8 and was re-decoded with
+    replacement characters.  Raises ``LineError`` for anything that is not an object.
+    """
+    repaired = False
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        # Invalid UTF-8 or lone surrogate escapes: orjson refuses both, the stdlib
+        # accepts the replacement-decoded text; strings are then scrubbed deeply.
+        try:
+            obj = _scrub_deep(json.loads(line.decode("utf-8", errors="replace")))
+        except (ValueError, RecursionError):
+            raise LineError(f"malformed JSON: {exc}") from None
+        repaired = True
+    if not isinstance(obj, dict):
+        raise LineError(f"not a JSON object but {type(obj).__name__}")
+    return obj, repaired
+
+
+def scrub(text: str) -> str:
+    """Replace lone UTF-16 surrogates, which SQLite and UTF-8 encoders reject."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def _scrub_deep(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [_scrub_deep(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub(str(k)): _scrub_deep(v) for k, v in value.items()}
+    return value
+
+
+def iter_text_blocks(content: Any) -> Iterator[str]:
+    """Yield the text pieces of a message ``content`` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                yield block
+            elif isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    yield text

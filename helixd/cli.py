@@ -1,0 +1,263 @@
+"""``helixctl``: the command-line client.
+
+Exit codes: 0 success; 1 not found (``lookup``); 2 usage or configuration error;
+3 the store is missing or unusable.  Data goes to stdout (JSON with ``--json``), progress and
+diagnostics to stderr.  Heavy imports happen inside the commands so that light commands
+start fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helixd import __version__
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+EXIT_STORE = 3
+
+
+def _settings(ctx: click.Context) -> Any:
+    from helixd import config
+
+    try:
+        return config.load(ctx.obj.get("config"))
+    except config.ConfigError as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+
+
+def _echo_json(value: Any) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="helixctl")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="TOML config file (default: the platform's user config dir).")
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None) -> None:
+    """Helix: a durable, searchable memory of your AI coding sessions."""
+    ctx.ensure_object(dict)
+    ctx.obj["config"] = config_path
+
+
+@main.command()
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option("--root", "roots", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Scan this directory instead of the agent's configured roots (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def ingest(ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...],
+           as_json: bool) -> None:
+    """Backfill every transcript once; a second run reads only what is new."""
+    from helixd import ingest as ingest_mod
+    from helixd.adapters import REGISTRY
+    from helixd.config import agent_roots
+
+    settings = _settings(ctx)
+    known = {a.name for a in REGISTRY}
+    for name in agents:
+        if name not in known:
+            raise click.BadParameter(f"unknown agent {name!r} (known: {', '.join(sorted(known))})",
+                                     param_hint="--agent")
+    chosen = [a for a in REGISTRY if not agents or a.name in agents]
+    if roots:
+        pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
+    else:
+        pairs = agent_roots(settings, chosen, os.environ, Path.home())
+    summary = asyncio.run(_ingest(settings, pairs, ingest_mod))
+    if as_json:
+        _echo_json(summary)
+    else:
+        _print_summary(summary)
+    ctx.exit(0)
+
+
+async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str, Any]:
+    from helixd import digest
+    from helixd.store import Store, now_ms
+
+    store = await _open_store(settings.store.db, readonly=False)
+    try:
+        ingestor = ingest_mod.Ingestor(store, chunk_bytes=settings.ingest.chunk_bytes,
+                                       max_line_bytes=settings.ingest.max_line_bytes)
+        sources = list(ingest_mod.discover(pairs))
+        with _progress() as progress:
+            stats = await ingestor.backfill(sources, progress)
+        changed = await store.session_ids_changed_since_analysis()
+        digests = await digest.analyze(store, changed, now_ms())
+        await store.checkpoint()
+        summary = stats.as_dict()
+        summary["digests_built"] = digests
+        summary["store"] = str(settings.store.db)
+        summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})
+        return summary
+    finally:
+        await store.close()
+
+
+class _progress:
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+
+    def __enter__(self) -> Any:
+        if not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+        self.bar = Progress("ingest", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                            console=Console(stderr=True), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("ingest", total=None)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if hasattr(self, "bar"):
+            self.bar.stop()
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    click.echo(
+        f"files {s['files']} (read {s['files_read']}, gone {s['files_gone']}), "
+        f"bytes {s['bytes']:,}, sessions {s['sessions']}, events {s['events']:,}, "
+        f"malformed lines {s['malformed_lines']}, unknown records {s['unknown_records']}, "
+        f"secrets redacted {s['redactions']}, digests {s['digests_built']}, "
+        f"{s['seconds']:.2f} s, {s['mb_per_s']:.1f} MB/s"
+    )
+    if not s["roots"]:
+        click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
+    for err in s["errors"]:
+        click.echo(f"warning: {err}", err=True)
+
+
+async def _open_store(path: Path, readonly: bool) -> Any:
+    from helixd.store import Store, StoreError
+
+    try:
+        return await Store.open(path, readonly=readonly)
+    except StoreError as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        sys.exit(EXIT_STORE)
+
+
+@main.command()
+@click.argument("uid")
+@click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
+@click.pass_context
+def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
+    """Print one session's digest (no ingest is run).  UID is `agent:<id>`, the bare id,
+    or a unique prefix.  Exit 0 when found, 1 when not."""
+    settings = _settings(ctx)
+    code = asyncio.run(_lookup(settings.store.db, uid, as_json))
+    ctx.exit(code)
+
+
+async def _lookup(db: Path, uid: str, as_json: bool) -> int:
+    store = await _open_store(db, readonly=True)
+    try:
+        matches = await store.find_sessions(uid)
+        if not matches:
+            click.echo(f"no session matches {uid!r}", err=True)
+            return EXIT_NOT_FOUND
+        if len(matches) > 1:
+            click.echo(f"{uid!r} is ambiguous; candidates:", err=True)
+            for m in matches:
+                click.echo(f"  {m['uid']}", err=True)
+            return EXIT_NOT_FOUND
+        digest = await store.digest(matches[0]["id"])
+        if digest is None:
+            click.echo(f"session {matches[0]['uid']} has no digest yet", err=True)
+            return EXIT_NOT_FOUND
+    finally:
+        await store.close()
+    if as_json:
+        _echo_json(digest)
+    else:
+        _print_digest(digest)
+    return 0
+
+
+def _print_digest(d: dict[str, Any]) -> None:
+    cost = d["cost"]
+    lines = [
+        f"{d['session_uid']}  ({d['flavor']}, {d['repo'] or '?'}, {d['model'] or '?'})",
+        f"  {d['started_at']} -> {d['ended_at']}  outcome {d['outcome']}"
+        + (" (provisional)" if d.get("provisional") else ""),
+        f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
+        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
+        f"  turns {cost['turns']}, retries {cost['retries']}, events {d['event_count']},"
+        f" wall {cost['wall_clock_s']:.0f} s",
+    ]
+    if d.get("subagents"):
+        total = d["cost_with_subagents"]
+        lines.append(f"  subagents {len(d['subagents'])}; with subagents: in"
+                     f" {total['input_tokens']:,} out {total['output_tokens']:,}")
+    if d.get("parent_uid"):
+        lines.append(f"  parent {d['parent_uid']}")
+    tools = ", ".join(f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(),
+                                                     key=lambda kv: -kv[1])[:8])
+    if tools:
+        lines.append(f"  tools: {tools}")
+    markers = d["markers"]
+    if markers["malformed_lines"] or markers["unknown_records"]:
+        lines.append(f"  malformed lines {markers['malformed_lines']},"
+                     f" unknown records {markers['unknown_records']}")
+    if d["first_prompt"]:
+        lines.append(f"  first prompt: {d['first_prompt'][:160]}")
+    click.echo("\n".join(lines))
+
+
+@main.command()
+@click.option("--agent", default=None, help="Only this agent's sessions.")
+@click.option("--limit", default=50, show_default=True, type=int, help="At most this many.")
+@click.option("--all", "include_empty", is_flag=True,
+              help="Include files without any message (summary-only and the like).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def sessions(ctx: click.Context, agent: str | None, limit: int, include_empty: bool,
+             as_json: bool) -> None:
+    """List sessions, newest first."""
+    settings = _settings(ctx)
+    rows = asyncio.run(_sessions(settings.store.db, agent, limit, include_empty))
+    if as_json:
+        _echo_json(rows)
+        return
+    if not rows:
+        click.echo("no sessions in the store yet", err=True)
+        return
+    from helixd.timeparse import iso
+
+    for r in rows:
+        when = (iso(r["started_at"]) or "")[:16].replace("T", " ")
+        title = r["title"] or ""
+        click.echo(f"{when:16}  {r['uid']:50}  {r['repo'] or '-':20}  {r['messages']:5} msgs"
+                   f"  {title[:40]}")
+
+
+async def _sessions(db: Path, agent: str | None, limit: int,
+                    include_empty: bool) -> list[dict[str, Any]]:
+    from helixd.timeparse import iso
+
+    store = await _open_store(db, readonly=True)
+    try:
+        rows = await store.sessions(agent, limit, include_empty)
+    finally:
+        await store.close()
+    for r in rows:
+        for k in ("started_at", "ended_at", "discovered_at", "ingested_at", "changed_at",
+                  "analyzed_at", "evicted_at"):
+            r[k + "_iso"] = iso(r[k])
+    return rows

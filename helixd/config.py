@@ -1,0 +1,144 @@
+"""Settings: defaults < TOML file < ``HELIX_*`` environment < command-line flags.
+
+The TOML file is ``<user config dir>/helix/config.toml`` (platformdirs) unless ``--config``
+or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment with ``__``
+(``HELIX_INGEST__CHUNK_BYTES=8MiB``); ``HELIX_STORE_DB`` sets the store path (design spec
+§11.2).  ``config/helix.example.toml`` documents every key with its default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP = "helix"
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3, "t": 1000**4,
+          "tb": 1000**4, "tib": 1024**4}
+
+
+def parse_bytes(value: Any) -> int:
+    """``4GiB``, ``500MB``, ``1024`` -> bytes.  Raises ValueError with the accepted units."""
+    if isinstance(value, bool):
+        raise ValueError("a byte size, not a boolean")
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a byte size: {value!r} (use e.g. 512MiB, 4GiB, 1000000)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_bytes)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreSettings(_Section):
+    db: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir(APP)) / "helix.db",
+        description="SQLite store path (HELIX_STORE_DB overrides).",
+    )
+
+
+class AgentSettings(_Section):
+    enabled: bool = True
+    roots: list[Path] = Field(default_factory=list,
+                              description="Directories to scan; empty = the agent's defaults.")
+
+
+class IngestSettings(_Section):
+    chunk_bytes: ByteSize = 4 * 1024 * 1024
+    max_line_bytes: ByteSize = 64 * 1024 * 1024
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HELIX_", env_nested_delimiter="__",
+                                      extra="forbid")
+
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    agents: dict[str, AgentSettings] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, _StoreDbEnv(settings_cls), env_settings,
+                TomlConfigSettingsSource(settings_cls))
+
+    def agent(self, name: str) -> AgentSettings:
+        return self.agents.get(name, AgentSettings())
+
+
+class _StoreDbEnv(PydanticBaseSettingsSource):
+    """``HELIX_STORE_DB`` -> ``store.db`` (the spec's name for the store path)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        value = os.environ.get("HELIX_STORE_DB")
+        return {"store": {"db": value}} if value else {}
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def config_path_in_use(config: Path | None = None) -> Path:
+    """``--config``, else ``$HELIX_CONFIG``, else the platform's user config file."""
+    if config is not None:
+        return config
+    env = os.environ.get("HELIX_CONFIG")
+    return Path(env) if env else default_config_path()
+
+
+class ConfigError(ValueError):
+    """The configuration file or environment is invalid; the message says where."""
+
+
+def load(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings; ``config`` names the TOML file (must exist when given)."""
+    path = config_path_in_use(config)
+    if (config is not None or "HELIX_CONFIG" in os.environ) and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    bound = type("BoundSettings", (Settings,),
+                 {"model_config": {**Settings.model_config, "toml_file": path}})
+    try:
+        return bound(**overrides)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
+
+
+def agent_roots(settings: Settings, adapters: Any, environ: Mapping[str, str],
+                home: Path) -> list[tuple[Any, Path]]:
+    """``[(adapter, root), ...]`` for every enabled adapter: configured roots, else its
+    defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``)."""
+    pairs = []
+    for adapter in adapters:
+        conf = settings.agent(adapter.name)
+        if not conf.enabled:
+            continue
+        roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
+        pairs.extend((adapter, root) for root in roots)
+    return pairs

@@ -1,0 +1,162 @@
+"""Value types shared by the pure core (adapters) and the edges (store, ingest).
+
+Everything here is a frozen, slotted dataclass with no behaviour beyond trivial helpers:
+adapters produce these from bytes, the store persists them.  Field names follow the
+normalized schema of the design spec (§4): ``Session`` and ``SessionEvent``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+# The spec §4.2 event kinds.  Adapters must emit only these.
+EVENT_KINDS: Final = frozenset(
+    {
+        "user_msg",
+        "assistant_msg",
+        "thinking",
+        "tool_call",
+        "tool_result",
+        "error",
+        "test_run",
+        "edit",
+        "retry",
+        "human_intervention",
+        "decision",
+        "lifecycle",
+        "completion",
+        "unknown",
+    }
+)
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """Facts about a session learned from one record; the store merges them.
+
+    ``None`` means "not known from this record"; the store keeps what it had.
+    Timestamps are integer milliseconds since the epoch (UTC).
+    """
+
+    uid: str
+    agent: str
+    native_id: str
+    parent_uid: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    model: str | None = None
+    title: str | None = None
+    version: str | None = None
+    agent_type: str | None = None
+    first_ts: int | None = None
+    last_ts: int | None = None
+    ended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One normalized session event (spec §4.2).
+
+    ``key`` is the event's natural key inside its session (for Claude: the record uuid and
+    the content-block index), so that replaying the same bytes never duplicates a row.
+    ``parent_key`` names the parent event's key (the turn DAG); the store turns keys into
+    ``seq``/``parent_seq``.  ``body`` is the conversation text kept for search and digests;
+    ``payload`` is a bulky body (tool output, thinking, image) stored separately so it
+    can be dropped on its own.
+    """
+
+    session_uid: str
+    key: str
+    kind: str
+    ts: int | None
+    offset: int
+    parent_key: str | None = None
+    role: Role | None = None
+    tool: str | None = None
+    call_id: str | None = None
+    summary: str = ""
+    body: str = ""
+    payload: bytes | None = None
+    tokens: int = 0
+    is_error: bool = False
+    is_sidechain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFact:
+    """Token usage of one API response, deduplicated across every file by ``dedup_key``.
+
+    Claude: key (message.id, requestId) or message.id alone.  Among duplicates the store keeps
+    the largest snapshot of each counter and credits the session with the smallest ``rank``
+    (a sortable string: main files before subagent files, then earliest first record).
+    ``cache_write_5m``/``cache_write_1h`` split cache creation by lifetime.
+    """
+
+    dedup_key: str
+    session_uid: str
+    ts: int | None
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    reasoning_tokens: int = 0
+    rank: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A complete line the adapter could not use: kept raw, counted, never fatal."""
+
+    offset: int
+    length: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What one ``parse`` call returns.
+
+    ``consumed`` is the number of input bytes fully handled; it never ends inside a line.
+    ``state`` is the adapter's small per-file state after these bytes (JSON-serialisable).
+    ``unknown_types`` counts records of types the adapter does not know (kept raw).
+    """
+
+    consumed: int
+    state: dict[str, Any]
+    sessions: list[SessionInfo] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    usage: list[UsageFact] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    unknown_types: dict[str, int] = field(default_factory=dict)
+    lines: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where ingest stands in one source file; persisted with the records it produced.
+
+    ``offset`` is the byte after the last complete line read; ``head_hash`` fingerprints
+    the file's first ``head_len`` bytes so that a replaced file is recognised even when its
+    inode is reused.  ``generation`` rises each time the file is found replaced or
+    truncated and read again from 0.  ``state`` is the adapter's per-file state.
+    """
+
+    path: str
+    agent: str
+    root: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    head_hash: bytes
+    head_len: int
+    generation: int
+    adapter_version: int
+    state: dict[str, Any]
+    file_id: int | None = None

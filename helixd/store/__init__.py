@@ -1,0 +1,161 @@
+"""The store: the only code in Helix that speaks SQL (this package).
+
+One SQLite file in WAL mode, opened through aiosqlite.  ``Store`` owns the connection,
+runs the migrations and exposes the write path (``commit``: records + cursor in one
+transaction) and the read queries the CLI and the digest builder need.
+
+Connections: the daemon and ``helixctl ingest`` hold one writer connection; read-only
+commands open their own short-lived connection.  ``busy_timeout`` lets a reader and a
+writer overlap without "database is locked" errors.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiosqlite
+
+from helixd.store import reader, writer
+from helixd.store.schema import MIGRATIONS
+from helixd.store.writer import Batch
+
+__all__ = ["Batch", "Store", "StoreError"]
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used (bad path, newer schema, corrupt file)."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Store:
+    """An open Helix store.  Use ``await Store.open(path)`` or ``async with``."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+        self._writer = writer.Writer(db)
+
+    @classmethod
+    async def open(cls, path: Path, *, readonly: bool = False) -> Store:
+        if readonly and not path.exists():
+            raise StoreError(f"no store at {path} (run `helixctl ingest` first)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if readonly:
+                db = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            else:
+                db = await aiosqlite.connect(path, isolation_level=None)
+        except Exception as exc:  # sqlite3.Error, OSError
+            raise StoreError(f"cannot open store {path}: {exc}") from exc
+        store = cls(db, path)
+        try:
+            await store._configure(readonly)
+        except Exception:
+            await db.close()
+            raise
+        return store
+
+    async def _configure(self, readonly: bool) -> None:
+        await self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if readonly:
+            return
+        await self.db.execute("PRAGMA journal_mode = WAL")
+        await self.db.execute("PRAGMA synchronous = NORMAL")
+        await self.db.execute("PRAGMA foreign_keys = OFF")
+        await self.db.execute("PRAGMA journal_size_limit = 67108864")
+        await self.db.execute("PRAGMA cache_size = -32000")
+        await self._migrate()
+
+    async def _migrate(self) -> None:
+        await self.db.execute(
+            "CREATE TABLE IF NOT EXISTS migrations"
+            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at INTEGER NOT NULL)"
+        )
+        async with self.db.execute("SELECT name FROM migrations") as cur:
+            done = {row[0] for row in await cur.fetchall()}
+        known = {name for name, _ in MIGRATIONS}
+        if done - known:
+            raise StoreError(
+                f"store {self.path} was written by a newer Helix (migrations {sorted(done - known)})"
+            )
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        await self.db.execute(statement)
+                await self.db.execute(
+                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_ms())
+                )
+                await self.db.execute("COMMIT")
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- write path ------------------------------------------------------------------------
+    async def commit(self, batch: Batch) -> int:
+        """Write one batch of records and its cursor in one transaction; returns file id."""
+        return await self._writer.commit(batch, now_ms())
+
+    async def mark_gone(self, path: str) -> None:
+        await self._writer.mark_gone(path, now_ms())
+
+    async def save_digest(self, session_id: int, digest: dict[str, Any], provisional: bool,
+                          schema_version: int) -> None:
+        await self._writer.save_digest(session_id, digest, provisional, schema_version, now_ms())
+
+    async def checkpoint(self) -> None:
+        await self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- read path -------------------------------------------------------------------------
+    async def cursors(self) -> dict[str, Any]:
+        return await reader.cursors(self.db)
+
+    async def cursor_by_identity(self, dev: int, ino: int) -> Any:
+        return await reader.cursor_by_identity(self.db, dev, ino)
+
+    async def sessions(self, agent: str | None = None, limit: int | None = None,
+                       include_empty: bool = False) -> list[dict[str, Any]]:
+        return await reader.sessions(self.db, agent, limit, include_empty)
+
+    async def find_sessions(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
+        return await reader.find_sessions(self.db, query, limit)
+
+    async def digest(self, session_id: int) -> dict[str, Any] | None:
+        return await reader.digest(self.db, session_id)
+
+    async def digest_facts(self, session_id: int) -> dict[str, Any]:
+        return await reader.digest_facts(self.db, session_id)
+
+    async def digest_tail(self, session_id: int) -> dict[str, Any]:
+        return await reader.digest_tail(self.db, session_id)
+
+    async def session_ids_changed_since_analysis(self) -> list[int]:
+        return await reader.changed_since_analysis(self.db)
+
+    async def file_problems(self, session_id: int) -> dict[str, int]:
+        return await reader.file_problems(self.db, session_id)
+
+    async def totals(self) -> dict[str, Any]:
+        return await reader.totals(self.db)

@@ -1,0 +1,86 @@
+"""The only code that opens agents' log files: stat, identity, fingerprint, bounded reads.
+
+The decision of where to resume is pure (``resume_offset``), so it is tested without
+files.  Rules (docs/cursor-and-identity.md):
+
+* a file is identified by (device, inode) plus a fingerprint of its first bytes; the path
+  is an attribute that may change (rename, archive);
+* size below the cursor, a different head, or a byte before the cursor that cannot end a
+  record means the file was truncated or replaced: read it again from 0 as a new
+  generation (natural keys keep the rows free of duplicates);
+* unchanged size, mtime and inode means nothing to read: the file is not even opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+from dataclasses import dataclass
+from typing import BinaryIO, Final
+
+from helixd.records import Cursor
+
+HEAD_BYTES: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+def stat_file(path: str) -> FileStat | None:
+    """Stat a regular file; None when it is gone or not a regular file."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    return FileStat(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def unchanged(cursor: Cursor | None, st: FileStat) -> bool:
+    """True when the file cannot hold anything new since the cursor was written."""
+    return (
+        cursor is not None
+        and cursor.size == st.size
+        and cursor.mtime_ns == st.mtime_ns
+        and cursor.ino == st.ino
+        and cursor.dev == st.dev
+    )
+
+
+def fingerprint(head: bytes) -> bytes:
+    return hashlib.blake2b(head, digest_size=16).digest()
+
+
+def read_at(f: BinaryIO, offset: int, size: int) -> bytes:
+    f.seek(offset)
+    return f.read(size)
+
+
+def resume_offset(cursor: Cursor | None, size: int, head_hash: bytes | None,
+                  byte_before: bytes) -> tuple[int, bool]:
+    """Where to start reading: ``(offset, replaced)``.
+
+    ``head_hash`` is the fingerprint of the file's first ``cursor.head_len`` bytes now;
+    ``byte_before`` the byte at ``cursor.offset - 1`` now (empty when offset is 0).
+    """
+    if cursor is None:
+        return 0, False
+    if size < cursor.offset:
+        return 0, True
+    if cursor.head_len and head_hash != cursor.head_hash:
+        return 0, True
+    if cursor.offset and byte_before not in (b"\n", b"}"):
+        return 0, True
+    return cursor.offset, False
+
+
+def head_of(f: BinaryIO, length: int) -> bytes:
+    return read_at(f, 0, length)
