@@ -42,6 +42,7 @@ MANIFEST_VERSION = 1
 DAY_MS = 86_400_000
 HUGE_LINE_BYTES = 5_200_000  # planned size of one ~5 MB tool-result line
 SUBAGENT_BYTES = 150_000  # planned mean size of one subagent transcript
+OVERSHOOT_BYTES = 35_000  # a session ends after the response that crosses its target
 
 CLAUDE_MODELS = (
     ("claude-sonnet-4-5-20250929", 0.68),
@@ -394,7 +395,8 @@ def plan_claude(
         if rng.random() < args.legacy_agent_frac:
             spec.legacy_agent_at = (rng.random() * 0.9,)
         specs.append(spec)
-        total += target + SUBAGENT_BYTES * (len(spec.subagent_at) + len(spec.legacy_agent_at))
+        agents = len(spec.subagent_at) + len(spec.legacy_agent_at)
+        total += target + OVERSHOOT_BYTES + SUBAGENT_BYTES * agents
     specs.sort(key=lambda s: s.start_ms)
     for i, spec in enumerate(specs):
         spec.index = i

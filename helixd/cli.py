@@ -42,8 +42,12 @@ def _echo_json(value: Any) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helixctl")
-@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="TOML config file (default: the platform's user config dir).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="TOML config file (default: the platform's user config dir).",
+)
 @click.pass_context
 def main(ctx: click.Context, config_path: Path | None) -> None:
     """Helix: a durable, searchable memory of your AI coding sessions."""
@@ -53,12 +57,18 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 
 @main.command()
 @click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
-@click.option("--root", "roots", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Scan this directory instead of the agent's configured roots (repeatable).")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Scan this directory instead of the agent's configured roots (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def ingest(ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...],
-           as_json: bool) -> None:
+def ingest(
+    ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...], as_json: bool
+) -> None:
     """Backfill every transcript once; a second run reads only what is new."""
     from helixd import ingest as ingest_mod
     from helixd.adapters import REGISTRY
@@ -68,8 +78,9 @@ def ingest(ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...],
     known = {a.name for a in REGISTRY}
     for name in agents:
         if name not in known:
-            raise click.BadParameter(f"unknown agent {name!r} (known: {', '.join(sorted(known))})",
-                                     param_hint="--agent")
+            raise click.BadParameter(
+                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
+            )
     chosen = [a for a in REGISTRY if not agents or a.name in agents]
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
@@ -85,12 +96,15 @@ def ingest(ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...],
 
 async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str, Any]:
     from helixd import digest
-    from helixd.store import Store, now_ms
+    from helixd.store import now_ms
 
     store = await _open_store(settings.store.db, readonly=False)
     try:
-        ingestor = ingest_mod.Ingestor(store, chunk_bytes=settings.ingest.chunk_bytes,
-                                       max_line_bytes=settings.ingest.max_line_bytes)
+        ingestor = ingest_mod.Ingestor(
+            store,
+            chunk_bytes=settings.ingest.chunk_bytes,
+            max_line_bytes=settings.ingest.max_line_bytes,
+        )
         sources = list(ingest_mod.discover(pairs))
         with _progress() as progress:
             stats = await ingestor.backfill(sources, progress)
@@ -101,7 +115,8 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str,
         summary["digests_built"] = digests
         summary["store"] = str(settings.store.db)
         summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})
-        return summary
+        result: dict[str, Any] = summary
+        return result
     finally:
         await store.close()
 
@@ -115,8 +130,14 @@ class _progress:
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-        self.bar = Progress("ingest", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                            console=Console(stderr=True), transient=True)
+        self.bar = Progress(
+            "ingest",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
         self.bar.start()
         self.task = self.bar.add_task("ingest", total=None)
         return self.update
@@ -203,18 +224,23 @@ def _print_digest(d: dict[str, Any]) -> None:
     ]
     if d.get("subagents"):
         total = d["cost_with_subagents"]
-        lines.append(f"  subagents {len(d['subagents'])}; with subagents: in"
-                     f" {total['input_tokens']:,} out {total['output_tokens']:,}")
+        lines.append(
+            f"  subagents {len(d['subagents'])}; with subagents: in"
+            f" {total['input_tokens']:,} out {total['output_tokens']:,}"
+        )
     if d.get("parent_uid"):
         lines.append(f"  parent {d['parent_uid']}")
-    tools = ", ".join(f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(),
-                                                     key=lambda kv: -kv[1])[:8])
+    tools = ", ".join(
+        f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(), key=lambda kv: -kv[1])[:8]
+    )
     if tools:
         lines.append(f"  tools: {tools}")
     markers = d["markers"]
     if markers["malformed_lines"] or markers["unknown_records"]:
-        lines.append(f"  malformed lines {markers['malformed_lines']},"
-                     f" unknown records {markers['unknown_records']}")
+        lines.append(
+            f"  malformed lines {markers['malformed_lines']},"
+            f" unknown records {markers['unknown_records']}"
+        )
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
@@ -223,12 +249,17 @@ def _print_digest(d: dict[str, Any]) -> None:
 @main.command()
 @click.option("--agent", default=None, help="Only this agent's sessions.")
 @click.option("--limit", default=50, show_default=True, type=int, help="At most this many.")
-@click.option("--all", "include_empty", is_flag=True,
-              help="Include files without any message (summary-only and the like).")
+@click.option(
+    "--all",
+    "include_empty",
+    is_flag=True,
+    help="Include files without any message (summary-only and the like).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def sessions(ctx: click.Context, agent: str | None, limit: int, include_empty: bool,
-             as_json: bool) -> None:
+def sessions(
+    ctx: click.Context, agent: str | None, limit: int, include_empty: bool, as_json: bool
+) -> None:
     """List sessions, newest first."""
     settings = _settings(ctx)
     rows = asyncio.run(_sessions(settings.store.db, agent, limit, include_empty))
@@ -243,21 +274,30 @@ def sessions(ctx: click.Context, agent: str | None, limit: int, include_empty: b
     for r in rows:
         when = (iso(r["started_at"]) or "")[:16].replace("T", " ")
         title = r["title"] or ""
-        click.echo(f"{when:16}  {r['uid']:50}  {r['repo'] or '-':20}  {r['messages']:5} msgs"
-                   f"  {title[:40]}")
+        click.echo(
+            f"{when:16}  {r['uid']:50}  {r['repo'] or '-':20}  {r['messages']:5} msgs  {title[:40]}"
+        )
 
 
-async def _sessions(db: Path, agent: str | None, limit: int,
-                    include_empty: bool) -> list[dict[str, Any]]:
+async def _sessions(
+    db: Path, agent: str | None, limit: int, include_empty: bool
+) -> list[dict[str, Any]]:
     from helixd.timeparse import iso
 
     store = await _open_store(db, readonly=True)
     try:
-        rows = await store.sessions(agent, limit, include_empty)
+        rows: list[dict[str, Any]] = await store.sessions(agent, limit, include_empty)
     finally:
         await store.close()
     for r in rows:
-        for k in ("started_at", "ended_at", "discovered_at", "ingested_at", "changed_at",
-                  "analyzed_at", "evicted_at"):
+        for k in (
+            "started_at",
+            "ended_at",
+            "discovered_at",
+            "ingested_at",
+            "changed_at",
+            "analyzed_at",
+            "evicted_at",
+        ):
             r[k + "_iso"] = iso(r[k])
     return rows

@@ -24,9 +24,22 @@ from pydantic_settings import (
 )
 
 APP = "helix"
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
-          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3, "t": 1000**4,
-          "tb": 1000**4, "tib": 1024**4}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
 
 
 def parse_bytes(value: Any) -> int:
@@ -57,8 +70,9 @@ class StoreSettings(_Section):
 
 class AgentSettings(_Section):
     enabled: bool = True
-    roots: list[Path] = Field(default_factory=list,
-                              description="Directories to scan; empty = the agent's defaults.")
+    roots: list[Path] = Field(
+        default_factory=list, description="Directories to scan; empty = the agent's defaults."
+    )
 
 
 class IngestSettings(_Section):
@@ -67,8 +81,9 @@ class IngestSettings(_Section):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HELIX_", env_nested_delimiter="__",
-                                      extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="HELIX_", env_nested_delimiter="__", extra="forbid"
+    )
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
@@ -83,8 +98,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, _StoreDbEnv(settings_cls), env_settings,
-                TomlConfigSettingsSource(settings_cls))
+        return (
+            init_settings,
+            _StoreDbEnv(settings_cls),
+            env_settings,
+            TomlConfigSettingsSource(settings_cls),
+        )
 
     def agent(self, name: str) -> AgentSettings:
         return self.agents.get(name, AgentSettings())
@@ -122,19 +141,22 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
     path = config_path_in_use(config)
     if (config is not None or "HELIX_CONFIG" in os.environ) and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    bound = type("BoundSettings", (Settings,),
-                 {"model_config": {**Settings.model_config, "toml_file": path}})
+    bound = type(
+        "BoundSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}}
+    )
     try:
-        return bound(**overrides)
+        settings: Settings = bound(**overrides)
+        return settings
     except ValueError as exc:
         raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
 
 
-def agent_roots(settings: Settings, adapters: Any, environ: Mapping[str, str],
-                home: Path) -> list[tuple[Any, Path]]:
+def agent_roots(
+    settings: Settings, adapters: Any, environ: Mapping[str, str], home: Path
+) -> list[tuple[Any, Path]]:
     """``[(adapter, root), ...]`` for every enabled adapter: configured roots, else its
     defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``)."""
-    pairs = []
+    pairs: list[tuple[Any, Path]] = []
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:

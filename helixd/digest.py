@@ -60,8 +60,9 @@ def _errors(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for tool, body, summary in rows:
         fp, _ = error_fingerprint(body or summary or "")
-        entry = groups.setdefault(fp, {"fingerprint": fp, "sample": _snip(body or summary),
-                                       "count": 0, "tool": tool})
+        entry = groups.setdefault(
+            fp, {"fingerprint": fp, "sample": _snip(body or summary), "count": 0, "tool": tool}
+        )
         entry["count"] += 1
     return sorted(groups.values(), key=lambda e: (-e["count"], e["fingerprint"]))[:20]
 
@@ -85,8 +86,9 @@ def count_retries(sequence: Iterable[Sequence[Any]]) -> int:
     return retries
 
 
-def outcome(kinds_tail: Sequence[str], results_tail: Sequence[bool],
-            messages: int) -> tuple[str, float, str]:
+def outcome(
+    kinds_tail: Sequence[str], results_tail: Sequence[bool], messages: int
+) -> tuple[str, float, str]:
     """``(outcome, confidence, rule)`` from the end of the session (spec OQ2 heuristic)."""
     if messages == 0:
         return "unknown", 0.2, "no conversation"
@@ -180,8 +182,11 @@ def build(facts: dict[str, Any], tail: dict[str, Any], now: int) -> dict[str, An
         "subagents": facts["subagents"],
         "subagent_cost": _cost(sub_usage, 0.0, 0, 0) if facts["subagents"] else None,
         "cost_with_subagents": _cost(_add(usage, sub_usage), wall, turns, retries),
-        "source": {"path": s["source_path"], "bytes": problems["source_bytes"],
-                   "adapter_version": s["adapter_version"]},
+        "source": {
+            "path": s["source_path"],
+            "bytes": problems["source_bytes"],
+            "adapter_version": s["adapter_version"],
+        },
         "schema_version": SCHEMA_VERSION,
     }
 

@@ -68,12 +68,20 @@ class IngestStats:
     def as_dict(self) -> dict[str, Any]:
         mb_s = self.bytes_read / 1e6 / self.seconds if self.seconds else 0.0
         return {
-            "files": self.files_seen, "files_read": self.files_read,
-            "files_gone": self.files_gone, "bytes": self.bytes_read, "lines": self.lines,
-            "sessions": len(self.sessions), "events": self.events,
-            "malformed_lines": self.bad_lines, "unknown_records": self.unknown_records,
-            "redactions": self.redactions, "replaced_files": self.replaced,
-            "errors": self.errors, "seconds": round(self.seconds, 3), "mb_per_s": round(mb_s, 1),
+            "files": self.files_seen,
+            "files_read": self.files_read,
+            "files_gone": self.files_gone,
+            "bytes": self.bytes_read,
+            "lines": self.lines,
+            "sessions": len(self.sessions),
+            "events": self.events,
+            "malformed_lines": self.bad_lines,
+            "unknown_records": self.unknown_records,
+            "redactions": self.redactions,
+            "replaced_files": self.replaced,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "mb_per_s": round(mb_s, 1),
         }
 
 
@@ -121,14 +129,16 @@ class _Writer:
 
 
 class Ingestor:
-    def __init__(self, store: Store, *, chunk_bytes: int = 4 << 20,
-                 max_line_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self, store: Store, *, chunk_bytes: int = 4 << 20, max_line_bytes: int = 64 << 20
+    ) -> None:
         self.store = store
         self.chunk_bytes = chunk_bytes
         self.max_line_bytes = max(max_line_bytes, chunk_bytes)
 
-    async def backfill(self, sources: Iterable[Source],
-                       progress: Callable[[int, int], None] | None = None) -> IngestStats:
+    async def backfill(
+        self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
+    ) -> IngestStats:
         """Ingest every source once; unchanged files are skipped without being opened."""
         started = time.perf_counter()
         stats = IngestStats()
@@ -182,8 +192,9 @@ class Ingestor:
                 return Cursor(**{**_fields(cur), "path": st.path})
         return None
 
-    async def _ingest(self, src: Source, cursor: Cursor | None, writer: _Writer,
-                      stats: IngestStats) -> None:
+    async def _ingest(
+        self, src: Source, cursor: Cursor | None, writer: _Writer, stats: IngestStats
+    ) -> None:
         st = stat_file(src.path)
         if st is None:
             if cursor is not None:
@@ -202,14 +213,17 @@ class Ingestor:
         with f:
             await self._read_file(src, f, cursor, writer, stats)
 
-    async def _read_file(self, src: Source, f: BinaryIO, cursor: Cursor | None, writer: _Writer,
-                         stats: IngestStats) -> None:
+    async def _read_file(
+        self, src: Source, f: BinaryIO, cursor: Cursor | None, writer: _Writer, stats: IngestStats
+    ) -> None:
         st = os.fstat(f.fileno())
         size = st.st_size
         head_len = cursor.head_len if cursor else 0
         head_hash = fingerprint(head_of(f, head_len)) if head_len else None
         before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
         offset, replaced = resume_offset(cursor, size, head_hash, before)
+        if src.adapter.whole_file(src.rel) and cursor is not None:
+            offset, replaced = 0, True
         generation = (cursor.generation + (1 if replaced else 0)) if cursor else 0
         state: dict[str, Any] = {} if replaced or cursor is None else dict(cursor.state)
         if replaced:
@@ -232,13 +246,25 @@ class Ingestor:
                 consumed = self._oversized(f, offset, size)
                 if consumed == 0:
                     break
-                parsed = Parsed(consumed=consumed, state=state,
-                                bad=[BadLine(offset, consumed, "line longer than "
-                                             f"{self.max_line_bytes} bytes (kept raw)")])
+                parsed = Parsed(
+                    consumed=consumed,
+                    state=state,
+                    bad=[
+                        BadLine(
+                            offset,
+                            consumed,
+                            f"line longer than {self.max_line_bytes} bytes (kept raw)",
+                        )
+                    ],
+                )
                 raw_z = _compress_range(f, offset, consumed)
-                batch = Batch(cursor=_cursor(src, st, offset + consumed, new_head, generation,
-                                             state, cursor),
-                              start=offset, raw=b"", parsed=parsed, raw_z=raw_z)
+                batch = Batch(
+                    cursor=_cursor(src, st, offset + consumed, new_head, generation, state, cursor),
+                    start=offset,
+                    raw=b"",
+                    parsed=parsed,
+                    raw_z=raw_z,
+                )
                 await writer.put(batch)
                 wrote = True
                 _account(stats, parsed, consumed, 0)
@@ -251,9 +277,16 @@ class Ingestor:
                 break
             state = parsed.state
             raw = redacted[: parsed.consumed]
-            batch = Batch(cursor=_cursor(src, st, offset + parsed.consumed, new_head, generation,
-                                         state, cursor),
-                          start=offset, raw=raw, parsed=parsed, redactions=n_secrets)
+            batch = Batch(
+                cursor=_cursor(
+                    src, st, offset + parsed.consumed, new_head, generation, state, cursor
+                ),
+                start=offset,
+                raw=raw,
+                parsed=parsed,
+                redactions=n_secrets,
+                replace_events=src.adapter.whole_file(src.rel),
+            )
             await writer.put(batch)
             wrote = True
             _account(stats, parsed, parsed.consumed, n_secrets)
@@ -264,8 +297,14 @@ class Ingestor:
         # saw, so that an unchanged file is skipped next time without being opened.
         if cursor is None or replaced or cursor.size != size or cursor.mtime_ns != st.st_mtime_ns:
             parsed = Parsed(consumed=0, state=state)
-            await writer.put(Batch(cursor=_cursor(src, st, offset, new_head, generation, state,
-                                                  cursor), start=offset, raw=b"", parsed=parsed))
+            await writer.put(
+                Batch(
+                    cursor=_cursor(src, st, offset, new_head, generation, state, cursor),
+                    start=offset,
+                    raw=b"",
+                    parsed=parsed,
+                )
+            )
 
     def _oversized(self, f: BinaryIO, offset: int, size: int) -> int:
         """Length of the over-long line at ``offset`` including its newline; 0 if its end has
@@ -286,13 +325,30 @@ def _fields(cur: Cursor) -> dict[str, Any]:
     return {name: getattr(cur, name) for name in Cursor.__dataclass_fields__}
 
 
-def _cursor(src: Source, st: os.stat_result, offset: int, head: bytes, generation: int,
-            state: dict[str, Any], previous: Cursor | None) -> Cursor:
+def _cursor(
+    src: Source,
+    st: os.stat_result,
+    offset: int,
+    head: bytes,
+    generation: int,
+    state: dict[str, Any],
+    previous: Cursor | None,
+) -> Cursor:
     return Cursor(
-        path=src.path, agent=src.adapter.name, root=src.root, dev=st.st_dev, ino=st.st_ino,
-        size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, head_hash=fingerprint(head),
-        head_len=len(head), generation=generation, adapter_version=src.adapter.version,
-        state=state, file_id=previous.file_id if previous else None,
+        path=src.path,
+        agent=src.adapter.name,
+        root=src.root,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        offset=offset,
+        head_hash=fingerprint(head),
+        head_len=len(head),
+        generation=generation,
+        adapter_version=src.adapter.version,
+        state=state,
+        file_id=previous.file_id if previous else None,
     )
 
 

@@ -92,6 +92,8 @@ class UsageFact:
     Claude: key (message.id, requestId) or message.id alone.  Among duplicates the store keeps
     the largest snapshot of each counter and credits the session with the smallest ``rank``
     (a sortable string: main files before subagent files, then earliest first record).
+    ``replace`` facts overwrite an earlier fact with the same key instead of merging by max
+    (a retried Grok turn replaces its usage, it never adds).
     ``cache_write_5m``/``cache_write_1h`` split cache creation by lifetime.
     """
 
@@ -106,6 +108,7 @@ class UsageFact:
     cache_write_1h_tokens: int = 0
     reasoning_tokens: int = 0
     rank: str = ""
+    replace: bool = False
 
 
 @dataclass(frozen=True, slots=True)

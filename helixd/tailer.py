@@ -64,8 +64,9 @@ def read_at(f: BinaryIO, offset: int, size: int) -> bytes:
     return f.read(size)
 
 
-def resume_offset(cursor: Cursor | None, size: int, head_hash: bytes | None,
-                  byte_before: bytes) -> tuple[int, bool]:
+def resume_offset(
+    cursor: Cursor | None, size: int, head_hash: bytes | None, byte_before: bytes
+) -> tuple[int, bool]:
     """Where to start reading: ``(offset, replaced)``.
 
     ``head_hash`` is the fingerprint of the file's first ``cursor.head_len`` bytes now;

@@ -53,12 +53,19 @@ def _no_sidecar(path: str) -> str | None:
     return None
 
 
+def _appended(rel: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
     """One agent.  ``matches(rel)`` decides which files under a root belong to it;
     ``default_roots(environ, home)`` lists where it looks when config names no roots;
     ``sidecar(path)`` names a small companion file whose bytes are passed to ``parse``.
-    ``version`` rises whenever the records it produces change (re-normalization)."""
+    ``version`` rises whenever the records it produces change (re-normalization).
+    ``whole_file(rel)`` marks files rewritten whole (Gemini ``.json``): every change is read
+    from byte 0 as a new generation, and an event whose key was stored before is replaced
+    by its new content rather than ignored."""
 
     name: str
     version: int
@@ -66,4 +73,5 @@ class Adapter:
     default_roots: RootsFn
     matches: Callable[[str], bool]
     sidecar: Callable[[str], str | None] = _no_sidecar
+    whole_file: Callable[[str], bool] = _appended
     description: str = ""

@@ -78,7 +78,10 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
     """``$CLAUDE_CONFIG_DIR`` (comma-separated) or ``~/.claude`` and ``~/.config/claude``."""
     configured = [p.strip() for p in environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
-    bases = [Path(p).expanduser() for p in configured] or [home / ".claude", home / ".config/claude"]
+    bases = [Path(p).expanduser() for p in configured] or [
+        home / ".claude",
+        home / ".config/claude",
+    ]
     return [base / "projects" for base in bases]
 
 
@@ -130,6 +133,16 @@ def _int(value: Any) -> int:
     return 0
 
 
+def _str(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _dict(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _dump(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode("utf-8", errors="replace")
@@ -165,8 +178,16 @@ class _FileParse:
         self.info: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
-    def emit(self, obj: Mapping[str, Any], key: str, kind: str, ts: int | None, offset: int,
-             parent: str | None, **fields: Any) -> None:
+    def emit(
+        self,
+        obj: Mapping[str, Any],
+        key: str,
+        kind: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+        **fields: Any,
+    ) -> None:
         self.out.events.append(
             Event(
                 session_uid=self.uid,
@@ -212,8 +233,11 @@ class _FileParse:
             return
         ts = parse_ts(obj.get("timestamp"))
         uuid = obj.get("uuid")
-        key = uuid if isinstance(uuid, str) and uuid else "@" + hashlib.blake2b(
-            raw, digest_size=8).hexdigest()
+        key = (
+            uuid
+            if isinstance(uuid, str) and uuid
+            else "@" + hashlib.blake2b(raw, digest_size=8).hexdigest()
+        )
         parent_uuid = obj.get("parentUuid") or obj.get("logicalParentUuid")
         parent = f"{parent_uuid}#0" if isinstance(parent_uuid, str) else None
         if rtype in ("user", "assistant"):
@@ -228,8 +252,15 @@ class _FileParse:
         else:
             self.other(obj, rtype, key, ts, offset, parent)
 
-    def assistant(self, obj: Mapping[str, Any], message: Mapping[str, Any], key: str,
-                  ts: int | None, offset: int, parent: str | None) -> None:
+    def assistant(
+        self,
+        obj: Mapping[str, Any],
+        message: Mapping[str, Any],
+        key: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         model = message.get("model") if isinstance(message.get("model"), str) else None
         usage = message.get("usage")
         out_tokens = _int(usage.get("output_tokens")) if isinstance(usage, dict) else 0
@@ -239,8 +270,18 @@ class _FileParse:
                 self.usage(message, obj, model, usage, ts)
         if obj.get("isApiErrorMessage") or model == SYNTHETIC_MODEL:
             text = _result_text(message.get("content"))
-            self.emit(obj, f"{key}#0", "error", ts, offset, parent, role="assistant",
-                      summary=shorten(text or "API error"), body=text[:BODY_LIMIT], is_error=True)
+            self.emit(
+                obj,
+                f"{key}#0",
+                "error",
+                ts,
+                offset,
+                parent,
+                role="assistant",
+                summary=shorten(text or "API error"),
+                body=text[:BODY_LIMIT],
+                is_error=True,
+            )
             return
         content = message.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
@@ -251,22 +292,56 @@ class _FileParse:
             bkey = f"{key}#{i}"
             btype = block.get("type")
             if btype == "text":
-                text = block.get("text") if isinstance(block.get("text"), str) else ""
-                self.emit(obj, bkey, "assistant_msg", ts, offset, prev, role="assistant",
-                          summary=shorten(text), body=text[:BODY_LIMIT], tokens=out_tokens)
+                text = _str(block, "text")
+                self.emit(
+                    obj,
+                    bkey,
+                    "assistant_msg",
+                    ts,
+                    offset,
+                    prev,
+                    role="assistant",
+                    summary=shorten(text),
+                    body=text[:BODY_LIMIT],
+                    tokens=out_tokens,
+                )
             elif btype in ("thinking", "redacted_thinking"):
-                text = block.get("thinking") if isinstance(block.get("thinking"), str) else ""
-                self.emit(obj, bkey, "thinking", ts, offset, prev, role="assistant",
-                          summary=shorten(text), payload=text.encode("utf-8", "replace") or None)
+                text = _str(block, "thinking")
+                self.emit(
+                    obj,
+                    bkey,
+                    "thinking",
+                    ts,
+                    offset,
+                    prev,
+                    role="assistant",
+                    summary=shorten(text),
+                    payload=text.encode("utf-8", "replace") or None,
+                )
             elif btype in ("tool_use", "server_tool_use"):
                 self.tool_use(obj, block, bkey, ts, offset, prev)
             else:
-                self.emit(obj, bkey, "assistant_msg", ts, offset, prev, role="assistant",
-                          summary=shorten(str(btype)), payload=_dump(block))
+                self.emit(
+                    obj,
+                    bkey,
+                    "assistant_msg",
+                    ts,
+                    offset,
+                    prev,
+                    role="assistant",
+                    summary=shorten(str(btype)),
+                    payload=_dump(block),
+                )
             prev = bkey
 
-    def usage(self, message: Mapping[str, Any], obj: Mapping[str, Any], model: str,
-              usage: Mapping[str, Any], ts: int | None) -> None:
+    def usage(
+        self,
+        message: Mapping[str, Any],
+        obj: Mapping[str, Any],
+        model: str,
+        usage: Mapping[str, Any],
+        ts: int | None,
+    ) -> None:
         msg_id = message.get("id")
         if not isinstance(msg_id, str) or not msg_id:
             return
@@ -291,8 +366,15 @@ class _FileParse:
             )
         )
 
-    def tool_use(self, obj: Mapping[str, Any], block: Mapping[str, Any], bkey: str,
-                 ts: int | None, offset: int, parent: str | None) -> None:
+    def tool_use(
+        self,
+        obj: Mapping[str, Any],
+        block: Mapping[str, Any],
+        bkey: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         tool = str(block.get("name") or "tool")
         args = block.get("input")
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
@@ -302,23 +384,64 @@ class _FileParse:
                 self.pending.pop(next(iter(self.pending)))
         command = shell_command(tool, args)
         body = command if command is not None else ""
-        self.emit(obj, bkey, "tool_call", ts, offset, parent, role="assistant", tool=tool,
-                  call_id=call_id, summary=describe_call(tool, args), body=body[:BODY_LIMIT],
-                  payload=_dump(args) if args is not None else None)
+        self.emit(
+            obj,
+            bkey,
+            "tool_call",
+            ts,
+            offset,
+            parent,
+            role="assistant",
+            tool=tool,
+            call_id=call_id,
+            summary=describe_call(tool, args),
+            body=body[:BODY_LIMIT],
+            payload=_dump(args) if args is not None else None,
+        )
         path = edited_path(tool, args)
         if path is not None:
-            self.emit(obj, f"{bkey}:edit", "edit", ts, offset, bkey, role="assistant",
-                      tool=tool, call_id=call_id, summary=shorten(path), body=path)
+            self.emit(
+                obj,
+                f"{bkey}:edit",
+                "edit",
+                ts,
+                offset,
+                bkey,
+                role="assistant",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(path),
+                body=path,
+            )
         if command is not None and is_test_command(command):
-            self.emit(obj, f"{bkey}:test", "test_run", ts, offset, bkey, role="assistant",
-                      tool=tool, call_id=call_id, summary=shorten(command), body=command)
+            self.emit(
+                obj,
+                f"{bkey}:test",
+                "test_run",
+                ts,
+                offset,
+                bkey,
+                role="assistant",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(command),
+                body=command,
+            )
 
-    def user(self, obj: Mapping[str, Any], message: Mapping[str, Any], key: str,
-             ts: int | None, offset: int, parent: str | None) -> None:
+    def user(
+        self,
+        obj: Mapping[str, Any],
+        message: Mapping[str, Any],
+        key: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         content = message.get("content")
         if isinstance(content, str) or not isinstance(content, list):
-            self.user_text(obj, content if isinstance(content, str) else "", f"{key}#0", ts,
-                           offset, parent)
+            self.user_text(
+                obj, content if isinstance(content, str) else "", f"{key}#0", ts, offset, parent
+            )
             return
         prev = parent
         for i, block in enumerate(content):
@@ -329,15 +452,31 @@ class _FileParse:
             if btype == "tool_result":
                 self.tool_result(obj, block, bkey, ts, offset, prev)
             elif btype == "text":
-                text = block.get("text") if isinstance(block.get("text"), str) else ""
+                text = _str(block, "text")
                 self.user_text(obj, text, bkey, ts, offset, prev)
             else:
-                self.emit(obj, bkey, "user_msg", ts, offset, prev, role="user",
-                          summary=f"[{btype}]", payload=_dump(block))
+                self.emit(
+                    obj,
+                    bkey,
+                    "user_msg",
+                    ts,
+                    offset,
+                    prev,
+                    role="user",
+                    summary=f"[{btype}]",
+                    payload=_dump(block),
+                )
             prev = bkey
 
-    def user_text(self, obj: Mapping[str, Any], text: str, bkey: str, ts: int | None,
-                  offset: int, parent: str | None) -> None:
+    def user_text(
+        self,
+        obj: Mapping[str, Any],
+        text: str,
+        bkey: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         stripped = text.lstrip()
         kind = "user_msg"
         summary = shorten(text)
@@ -350,13 +489,30 @@ class _FileParse:
         elif "<command-name>" in text:
             name = _COMMAND_NAME.search(text)
             args = _COMMAND_ARGS.search(text)
-            summary = shorten(" ".join(
-                m.group(1).strip() for m in (name, args) if m and m.group(1).strip()))
-        self.emit(obj, bkey, kind, ts, offset, parent, role="user", summary=summary,
-                  body=text[:BODY_LIMIT])
+            summary = shorten(
+                " ".join(m.group(1).strip() for m in (name, args) if m and m.group(1).strip())
+            )
+        self.emit(
+            obj,
+            bkey,
+            kind,
+            ts,
+            offset,
+            parent,
+            role="user",
+            summary=summary,
+            body=text[:BODY_LIMIT],
+        )
 
-    def tool_result(self, obj: Mapping[str, Any], block: Mapping[str, Any], bkey: str,
-                    ts: int | None, offset: int, parent: str | None) -> None:
+    def tool_result(
+        self,
+        obj: Mapping[str, Any],
+        block: Mapping[str, Any],
+        bkey: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
         tool = self.pending.pop(call_id, None) if call_id else None
         content = block.get("content")
@@ -366,22 +522,63 @@ class _FileParse:
         extra = obj.get("toolUseResult")
         if extra is not None and not isinstance(extra, str):
             payload = {"content": content, "toolUseResult": extra}
-        self.emit(obj, bkey, "tool_result", ts, offset, parent, role="tool", tool=tool,
-                  call_id=call_id, summary=shorten(text), is_error=is_error,
-                  payload=_dump(payload) if payload else None)
+        self.emit(
+            obj,
+            bkey,
+            "tool_result",
+            ts,
+            offset,
+            parent,
+            role="tool",
+            tool=tool,
+            call_id=call_id,
+            summary=shorten(text),
+            is_error=is_error,
+            payload=_dump(payload) if payload else None,
+        )
         if text.lstrip().startswith(REJECTION_MARKERS) or text.startswith(INTERRUPT_MARKERS):
-            self.emit(obj, f"{bkey}:human", "human_intervention", ts, offset, bkey, role="user",
-                      tool=tool, call_id=call_id, summary=shorten(text), body=text[:BODY_LIMIT])
+            self.emit(
+                obj,
+                f"{bkey}:human",
+                "human_intervention",
+                ts,
+                offset,
+                bkey,
+                role="user",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(text),
+                body=text[:BODY_LIMIT],
+            )
         elif is_error:
-            self.emit(obj, f"{bkey}:error", "error", ts, offset, bkey, role="tool", tool=tool,
-                      call_id=call_id, summary=shorten(text), body=text[:4096], is_error=True)
+            self.emit(
+                obj,
+                f"{bkey}:error",
+                "error",
+                ts,
+                offset,
+                bkey,
+                role="tool",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(text),
+                body=text[:4096],
+                is_error=True,
+            )
 
-    def other(self, obj: Mapping[str, Any], rtype: str, key: str, ts: int | None, offset: int,
-              parent: str | None) -> None:
+    def other(
+        self,
+        obj: Mapping[str, Any],
+        rtype: str,
+        key: str,
+        ts: int | None,
+        offset: int,
+        parent: str | None,
+    ) -> None:
         kind, summary, body = "lifecycle", rtype, ""
         if rtype == "system":
             subtype = str(obj.get("subtype") or "system")
-            body = obj.get("content") if isinstance(obj.get("content"), str) else ""
+            body = _str(obj, "content")
             summary = f"system: {subtype}"
             if subtype in ("api_error", "error", "api_refusal"):
                 kind = "error"
@@ -390,7 +587,7 @@ class _FileParse:
             elif subtype == "compact_boundary":
                 summary = "compaction boundary"
         elif rtype == "summary":
-            body = obj.get("summary") if isinstance(obj.get("summary"), str) else ""
+            body = _str(obj, "summary")
             summary = "summary: " + shorten(body, 150)
         elif rtype in ("ai-title", "custom-title", "agent-name"):
             for field in ("aiTitle", "customTitle", "title", "agentName", "name"):
@@ -401,37 +598,59 @@ class _FileParse:
                 self.info["title"] = body
             summary = f"{rtype}: {shorten(body, 150)}"
         elif rtype == "queue-operation":
-            body = obj.get("content") if isinstance(obj.get("content"), str) else ""
+            body = _str(obj, "content")
             if obj.get("operation") == "enqueue" and body:
                 kind = "human_intervention"
             summary = f"queue {obj.get('operation')}" + (f": {shorten(body, 150)}" if body else "")
         elif rtype == "attachment":
-            att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+            att = _dict(obj, "attachment")
             if att.get("type") == "queued_command":
                 kind = "human_intervention"
                 prompt = att.get("prompt")
                 body = prompt if isinstance(prompt, str) else ""
             summary = f"attachment: {att.get('type')}"
         elif rtype == "progress":
-            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+            data = _dict(obj, "data")
             summary = f"progress: {data.get('type')}"
             if self.is_sub is False and data.get("type") == "agent_progress":
                 agent_id = data.get("agentId")
                 if isinstance(agent_id, str) and agent_id:
-                    self.out.sessions.append(SessionInfo(
-                        uid=f"{NAME}:agent-{agent_id}", agent=NAME, native_id=f"agent-{agent_id}",
-                        parent_uid=self.uid))
+                    self.out.sessions.append(
+                        SessionInfo(
+                            uid=f"{NAME}:agent-{agent_id}",
+                            agent=NAME,
+                            native_id=f"agent-{agent_id}",
+                            parent_uid=self.uid,
+                        )
+                    )
         if ts is not None and rtype != "summary":
             self.note_session({}, ts)
-        self.emit(obj, f"{key}#0", kind, ts, offset, parent, role="system",
-                  summary=shorten(summary), body=body[:BODY_LIMIT])
+        self.emit(
+            obj,
+            f"{key}#0",
+            kind,
+            ts,
+            offset,
+            parent,
+            role="system",
+            summary=shorten(summary),
+            body=body[:BODY_LIMIT],
+        )
 
     def finish(self, consumed: int, lines: int) -> Parsed:
         parent_uid = f"{NAME}:{self.parent_native}" if self.parent_native else None
         if self.out.events or self.out.usage or self.info:
-            self.out.sessions.insert(0, SessionInfo(
-                uid=self.uid, agent=NAME, native_id=self.native, parent_uid=parent_uid,
-                agent_type=self.agent_type, **self.info))
+            self.out.sessions.insert(
+                0,
+                SessionInfo(
+                    uid=self.uid,
+                    agent=NAME,
+                    native_id=self.native,
+                    parent_uid=parent_uid,
+                    agent_type=self.agent_type,
+                    **self.info,
+                ),
+            )
         state: dict[str, Any] = {"pending": self.pending}
         if self.first_ts is not None:
             state["first_ts"] = self.first_ts
@@ -439,9 +658,16 @@ class _FileParse:
             state["parent"] = self.parent_native
         if self.agent_type:
             state["agent_type"] = self.agent_type
-        return Parsed(consumed=consumed, state=state, sessions=self.out.sessions,
-                      events=self.out.events, usage=self.out.usage, bad=self.out.bad,
-                      unknown_types=self.out.unknown_types, lines=lines)
+        return Parsed(
+            consumed=consumed,
+            state=state,
+            sessions=self.out.sessions,
+            events=self.out.events,
+            usage=self.out.usage,
+            bad=self.out.bad,
+            unknown_types=self.out.unknown_types,
+            lines=lines,
+        )
 
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:

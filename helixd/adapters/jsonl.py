@@ -12,10 +12,9 @@ surrogates (the line is re-decoded with replacement characters and flagged).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
-
-import json
 
 import orjson
 

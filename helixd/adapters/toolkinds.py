@@ -9,7 +9,15 @@ EDIT_TOOLS: Final = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "replace", "edit"}
 )
 SHELL_TOOLS: Final = frozenset(
-    {"Bash", "shell", "exec_command", "local_shell", "run_shell_command", "bash", "run_terminal_cmd"}
+    {
+        "Bash",
+        "shell",
+        "exec_command",
+        "local_shell",
+        "run_shell_command",
+        "bash",
+        "run_terminal_cmd",
+    }
 )
 
 _TEST_COMMAND = re.compile(

@@ -83,9 +83,8 @@ class Store:
             done = {row[0] for row in await cur.fetchall()}
         known = {name for name, _ in MIGRATIONS}
         if done - known:
-            raise StoreError(
-                f"store {self.path} was written by a newer Helix (migrations {sorted(done - known)})"
-            )
+            newer = sorted(done - known)
+            raise StoreError(f"store {self.path} was written by a newer Helix ({newer})")
         for name, sql in MIGRATIONS:
             if name in done:
                 continue
@@ -121,8 +120,9 @@ class Store:
     async def mark_gone(self, path: str) -> None:
         await self._writer.mark_gone(path, now_ms())
 
-    async def save_digest(self, session_id: int, digest: dict[str, Any], provisional: bool,
-                          schema_version: int) -> None:
+    async def save_digest(
+        self, session_id: int, digest: dict[str, Any], provisional: bool, schema_version: int
+    ) -> None:
         await self._writer.save_digest(session_id, digest, provisional, schema_version, now_ms())
 
     async def checkpoint(self) -> None:
@@ -135,8 +135,9 @@ class Store:
     async def cursor_by_identity(self, dev: int, ino: int) -> Any:
         return await reader.cursor_by_identity(self.db, dev, ino)
 
-    async def sessions(self, agent: str | None = None, limit: int | None = None,
-                       include_empty: bool = False) -> list[dict[str, Any]]:
+    async def sessions(
+        self, agent: str | None = None, limit: int | None = None, include_empty: bool = False
+    ) -> list[dict[str, Any]]:
         return await reader.sessions(self.db, agent, limit, include_empty)
 
     async def find_sessions(self, query: str, limit: int = 20) -> list[dict[str, Any]]:

@@ -24,9 +24,19 @@ _SESSION_NAMES: Final = [c.strip() for c in SESSION_COLS.split(",")]
 
 def _cursor(row: Any) -> Cursor:
     return Cursor(
-        file_id=row[0], path=row[1], agent=row[2], root=row[3], dev=row[4], ino=row[5],
-        size=row[6], mtime_ns=row[7], offset=row[8], head_hash=bytes(row[9]),
-        head_len=row[10], generation=row[11], adapter_version=row[12],
+        file_id=row[0],
+        path=row[1],
+        agent=row[2],
+        root=row[3],
+        dev=row[4],
+        ino=row[5],
+        size=row[6],
+        mtime_ns=row[7],
+        offset=row[8],
+        head_hash=bytes(row[9]),
+        head_len=row[10],
+        generation=row[11],
+        adapter_version=row[12],
         state=orjson.loads(row[13]),
     )
 
@@ -38,8 +48,9 @@ async def cursors(db: aiosqlite.Connection) -> dict[str, Cursor]:
 
 
 async def cursor_by_identity(db: aiosqlite.Connection, dev: int, ino: int) -> list[Cursor]:
-    async with db.execute(f"SELECT {_CURSOR_COLS} FROM files WHERE dev = ? AND ino = ?",
-                          (dev, ino)) as cur:
+    async with db.execute(
+        f"SELECT {_CURSOR_COLS} FROM files WHERE dev = ? AND ino = ?", (dev, ino)
+    ) as cur:
         return [_cursor(row) for row in await cur.fetchall()]
 
 
@@ -47,8 +58,9 @@ def _session(row: Any) -> dict[str, Any]:
     return dict(zip(_SESSION_NAMES, row, strict=True))
 
 
-async def sessions(db: aiosqlite.Connection, agent: str | None, limit: int | None,
-                   include_empty: bool) -> list[dict[str, Any]]:
+async def sessions(
+    db: aiosqlite.Connection, agent: str | None, limit: int | None, include_empty: bool
+) -> list[dict[str, Any]]:
     """Sessions newest first.  Sessions without a single message (files of only
     ``summary`` lines, say) are hidden unless ``include_empty``."""
     where, params = [], []
@@ -119,9 +131,13 @@ _USAGE_SUM: Final = (
 
 def _usage(row: Any) -> dict[str, int]:
     return {
-        "responses": row[0], "input_tokens": row[1], "output_tokens": row[2],
-        "cache_read_tokens": row[3], "cache_write_5m_tokens": row[4],
-        "cache_write_1h_tokens": row[5], "reasoning_tokens": row[6],
+        "responses": row[0],
+        "input_tokens": row[1],
+        "output_tokens": row[2],
+        "cache_read_tokens": row[3],
+        "cache_write_5m_tokens": row[4],
+        "cache_write_1h_tokens": row[5],
+        "reasoning_tokens": row[6],
     }
 
 
@@ -129,28 +145,58 @@ async def digest_facts(db: aiosqlite.Connection, session_id: int) -> dict[str, A
     """Everything ``helixd.digest.build`` needs about one session, in a few range scans."""
     srow = await _one(db, f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
     session = _session(srow)
-    kinds = dict(await _all(db, "SELECT kind, count(*) FROM events WHERE session_id = ?"
-                                " GROUP BY kind", (session_id,)))
-    tools = dict(await _all(db, "SELECT tool, count(*) FROM events WHERE session_id = ? AND"
-                                " kind = 'tool_call' GROUP BY tool", (session_id,)))
-    first = await _one(db, "SELECT summary, body FROM events WHERE session_id = ? AND"
-                           " kind = 'user_msg' ORDER BY seq LIMIT 1", (session_id,))
-    last = await _one(db, "SELECT summary, body FROM events WHERE session_id = ? AND"
-                          " kind = 'assistant_msg' ORDER BY seq DESC LIMIT 1", (session_id,))
-    span = await _one(db, "SELECT min(ts), max(ts) FROM events WHERE session_id = ?",
-                      (session_id,))
-    errors = await _all(db, "SELECT tool, body, summary FROM events WHERE session_id = ? AND"
-                            " kind = 'error' ORDER BY seq", (session_id,))
-    retries = await _all(db, "SELECT kind, tool, summary, is_error FROM events WHERE"
-                             " session_id = ?"
-                             " AND kind IN ('tool_call', 'tool_result') ORDER BY seq",
-                         (session_id,))
+    kinds = dict(
+        await _all(
+            db,
+            "SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind",
+            (session_id,),
+        )
+    )
+    tools = dict(
+        await _all(
+            db,
+            "SELECT tool, count(*) FROM events WHERE session_id = ? AND"
+            " kind = 'tool_call' GROUP BY tool",
+            (session_id,),
+        )
+    )
+    first = await _one(
+        db,
+        "SELECT summary, body FROM events WHERE session_id = ? AND"
+        " kind = 'user_msg' ORDER BY seq LIMIT 1",
+        (session_id,),
+    )
+    last = await _one(
+        db,
+        "SELECT summary, body FROM events WHERE session_id = ? AND"
+        " kind = 'assistant_msg' ORDER BY seq DESC LIMIT 1",
+        (session_id,),
+    )
+    span = await _one(db, "SELECT min(ts), max(ts) FROM events WHERE session_id = ?", (session_id,))
+    errors = await _all(
+        db,
+        "SELECT tool, body, summary FROM events WHERE session_id = ? AND"
+        " kind = 'error' ORDER BY seq",
+        (session_id,),
+    )
+    retries = await _all(
+        db,
+        "SELECT kind, tool, summary, is_error FROM events WHERE"
+        " session_id = ?"
+        " AND kind IN ('tool_call', 'tool_result') ORDER BY seq",
+        (session_id,),
+    )
     own = _usage(await _one(db, _USAGE_SUM + " WHERE session_id = ?", (session_id,)))
-    by_model = await _all(db, "SELECT model, count(*), sum(input), sum(output), sum(cache_read),"
-                              " sum(cache_write_5m), sum(cache_write_1h), sum(reasoning)"
-                              " FROM usage WHERE session_id = ? GROUP BY model", (session_id,))
-    children = await _all(db, "SELECT id, uid FROM sessions WHERE parent_uid = ? ORDER BY uid",
-                          (session["uid"],))
+    by_model = await _all(
+        db,
+        "SELECT model, count(*), sum(input), sum(output), sum(cache_read),"
+        " sum(cache_write_5m), sum(cache_write_1h), sum(reasoning)"
+        " FROM usage WHERE session_id = ? GROUP BY model",
+        (session_id,),
+    )
+    children = await _all(
+        db, "SELECT id, uid FROM sessions WHERE parent_uid = ? ORDER BY uid", (session["uid"],)
+    )
     child_ids = tuple(int(c[0]) for c in children)
     sub = _usage((0, 0, 0, 0, 0, 0, 0))
     if child_ids:
@@ -158,44 +204,82 @@ async def digest_facts(db: aiosqlite.Connection, session_id: int) -> dict[str, A
         sub = _usage(await _one(db, _USAGE_SUM + f" WHERE session_id IN ({marks})", child_ids))
     problems = await file_problems(db, session_id)
     return {
-        "session": session, "kinds": kinds, "tools": tools, "first": first, "last": last,
-        "span": span, "errors": errors, "tool_sequence": retries, "usage": own,
+        "session": session,
+        "kinds": kinds,
+        "tools": tools,
+        "first": first,
+        "last": last,
+        "span": span,
+        "errors": errors,
+        "tool_sequence": retries,
+        "usage": own,
         "usage_by_model": {r[0]: _usage(r[1:]) for r in by_model},
-        "subagents": [c[1] for c in children], "subagent_usage": sub, "problems": problems,
+        "subagents": [c[1] for c in children],
+        "subagent_usage": sub,
+        "problems": problems,
     }
 
 
 async def file_problems(db: aiosqlite.Connection, session_id: int) -> dict[str, int]:
-    row = await _one(db, "SELECT count(*), coalesce(sum(bad_lines), 0),"
-                         " coalesce(sum(unknown_records), 0), coalesce(sum(redactions), 0),"
-                         " coalesce(sum(offset), 0), coalesce(sum(gone_at IS NOT NULL), 0)"
-                         " FROM files WHERE session_id = ?", (session_id,))
-    return {"files": row[0], "malformed_lines": row[1], "unknown_records": row[2],
-            "redactions": row[3], "source_bytes": row[4], "files_gone": row[5]}
+    row = await _one(
+        db,
+        "SELECT count(*), coalesce(sum(bad_lines), 0),"
+        " coalesce(sum(unknown_records), 0), coalesce(sum(redactions), 0),"
+        " coalesce(sum(offset), 0), coalesce(sum(gone_at IS NOT NULL), 0)"
+        " FROM files WHERE session_id = ?",
+        (session_id,),
+    )
+    return {
+        "files": row[0],
+        "malformed_lines": row[1],
+        "unknown_records": row[2],
+        "redactions": row[3],
+        "source_bytes": row[4],
+        "files_gone": row[5],
+    }
 
 
 async def totals(db: aiosqlite.Connection) -> dict[str, Any]:
-    agents = await _all(db, "SELECT agent, count(*), sum(events), sum(messages > 0)"
-                            " FROM sessions GROUP BY agent", ())
-    files = await _one(db, "SELECT count(*), coalesce(sum(offset), 0), coalesce(sum(lines), 0),"
-                           " coalesce(sum(bad_lines), 0), coalesce(sum(raw_bytes), 0)"
-                           " FROM files", ())
+    agents = await _all(
+        db,
+        "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent",
+        (),
+    )
+    files = await _one(
+        db,
+        "SELECT count(*), coalesce(sum(offset), 0), coalesce(sum(lines), 0),"
+        " coalesce(sum(bad_lines), 0), coalesce(sum(raw_bytes), 0)"
+        " FROM files",
+        (),
+    )
     return {
-        "agents": {a: {"sessions": s, "events": e or 0, "with_messages": m or 0}
-                   for a, s, e, m in agents},
-        "files": files[0], "bytes_read": files[1], "lines": files[2], "malformed_lines": files[3],
+        "agents": {
+            a: {"sessions": s, "events": e or 0, "with_messages": m or 0} for a, s, e, m in agents
+        },
+        "files": files[0],
+        "bytes_read": files[1],
+        "lines": files[2],
+        "malformed_lines": files[3],
         "raw_bytes_stored": files[4],
     }
 
 
-_TAIL_KINDS: Final = "('user_msg', 'assistant_msg', 'human_intervention', 'tool_call', 'tool_result')"
+_TAIL_KINDS: Final = (
+    "('user_msg', 'assistant_msg', 'human_intervention', 'tool_call', 'tool_result')"
+)
 
 
 async def digest_tail(db: aiosqlite.Connection, session_id: int, n: int = 20) -> dict[str, Any]:
     """The kinds of the session's last ``n`` conversational events, oldest first, and the
     error flags of the tool results among them (for the outcome rule)."""
-    rows = await _all(db, "SELECT kind, is_error FROM events WHERE session_id = ? AND kind IN "
-                          f"{_TAIL_KINDS} ORDER BY seq DESC LIMIT ?", (session_id, n))
+    rows = await _all(
+        db,
+        "SELECT kind, is_error FROM events WHERE session_id = ? AND kind IN "
+        f"{_TAIL_KINDS} ORDER BY seq DESC LIMIT ?",
+        (session_id, n),
+    )
     rows.reverse()
-    return {"kinds": [r[0] for r in rows],
-            "errors": [bool(r[1]) for r in rows if r[0] == "tool_result"]}
+    return {
+        "kinds": [r[0] for r in rows],
+        "errors": [bool(r[1]) for r in rows if r[0] == "tool_result"],
+    }

@@ -32,8 +32,11 @@ MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
 
 def key64(text: str) -> int:
     """A signed 64-bit hash of a natural key (collisions: ~1e-7 at 1e6 keys per session)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
-                                          digest_size=8).digest(), "little", signed=True)
+    return int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        "little",
+        signed=True,
+    )
 
 
 @dataclass(slots=True)
@@ -47,6 +50,7 @@ class Batch:
     raw: bytes
     parsed: Parsed
     redactions: int = 0
+    replace_events: bool = False
     raw_z: bytes | None = None
     payloads_z: list[tuple[bytes, int]] | None = None
 
@@ -71,10 +75,10 @@ class Batch:
 def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     for info in infos:
-        row = merged.setdefault(info.uid, {"uid": info.uid, "agent": info.agent,
-                                           "native_id": info.native_id})
-        for field in ("parent_uid", "cwd", "git_branch", "model", "title", "version",
-                      "agent_type"):
+        row = merged.setdefault(
+            info.uid, {"uid": info.uid, "agent": info.agent, "native_id": info.native_id}
+        )
+        for field in ("parent_uid", "cwd", "git_branch", "model", "title", "version", "agent_type"):
             value = getattr(info, field)
             if value is not None:
                 row[field] = value
@@ -130,6 +134,16 @@ ON CONFLICT (key) DO UPDATE SET
     reasoning = max(reasoning, excluded.reasoning)
 """
 
+_REPLACE_USAGE: Final = (
+    _UPSERT_USAGE[: _UPSERT_USAGE.index("ON CONFLICT")]
+    + """
+ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = excluded.rank,
+    ts = excluded.ts, model = excluded.model, input = excluded.input, output = excluded.output,
+    cache_read = excluded.cache_read, cache_write_5m = excluded.cache_write_5m,
+    cache_write_1h = excluded.cache_write_1h, reasoning = excluded.reasoning
+"""
+)
+
 _INSERT_EVENT: Final = """
 INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, ts, kind, role, tool, call_id,
     summary, body, tokens, is_error, is_sidechain, file_id, offset)
@@ -166,43 +180,85 @@ class Writer:
     async def _write(self, batch: Batch, now: int) -> int:
         c, p = batch.cursor, batch.parsed
         file_id = await self._upsert_file(c, now)
-        own_uid = (p.events[0].session_uid if p.events
-                   else p.usage[0].session_uid if p.usage else None)
+        own_uid = (
+            p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
+        )
         ids = await self._upsert_sessions(p, c, own_uid, now)
-        await self._insert_events(p.events, ids, file_id, batch.payloads_z or [], now)
+        await self._insert_events(
+            p.events, ids, file_id, batch.payloads_z or [], now, batch.replace_events
+        )
         if p.usage:
-            await self.db.executemany(_UPSERT_USAGE, [
-                (key64(u.dedup_key), ids[u.session_uid], u.rank, u.ts, u.model, u.input_tokens,
-                 u.output_tokens, u.cache_read_tokens, u.cache_write_5m_tokens,
-                 u.cache_write_1h_tokens, u.reasoning_tokens) for u in p.usage])
+            await self.db.executemany(
+                _UPSERT_USAGE,
+                [
+                    (
+                        key64(u.dedup_key),
+                        ids[u.session_uid],
+                        u.rank,
+                        u.ts,
+                        u.model,
+                        u.input_tokens,
+                        u.output_tokens,
+                        u.cache_read_tokens,
+                        u.cache_write_5m_tokens,
+                        u.cache_write_1h_tokens,
+                        u.reasoning_tokens,
+                    )
+                    for u in p.usage
+                ],
+            )
         if batch.raw_z is not None:
             await self.db.execute(
                 "INSERT OR IGNORE INTO raw_blocks (file_id, generation, start, end, lines, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (file_id, c.generation, batch.start, c.offset, p.lines,
-                 batch.raw_z))
+                (file_id, c.generation, batch.start, c.offset, p.lines, batch.raw_z),
+            )
         if p.bad:
             await self.db.executemany(
                 "INSERT OR IGNORE INTO bad_lines (file_id, generation, offset, length, reason)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(file_id, c.generation, b.offset, b.length, b.reason[:500]) for b in p.bad])
+                [(file_id, c.generation, b.offset, b.length, b.reason[:500]) for b in p.bad],
+            )
         await self.db.execute(
             "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
             " unknown_records = unknown_records + ?, redactions = redactions + ?,"
             " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id) WHERE id = ?",
-            (p.lines, len(p.bad), sum(p.unknown_types.values()), batch.redactions,
-             len(batch.raw_z or b""), ids.get(own_uid) if own_uid else None, file_id))
+            (
+                p.lines,
+                len(p.bad),
+                sum(p.unknown_types.values()),
+                batch.redactions,
+                len(batch.raw_z or b""),
+                ids.get(own_uid) if own_uid else None,
+                file_id,
+            ),
+        )
         return file_id
 
     async def _upsert_file(self, c: Cursor, now: int) -> int:
-        params = (c.agent, c.path, c.root, c.dev, c.ino, c.size, c.mtime_ns, c.offset,
-                  c.head_hash, c.head_len, c.generation, c.adapter_version,
-                  orjson.dumps(c.state), now)
+        params = (
+            c.agent,
+            c.path,
+            c.root,
+            c.dev,
+            c.ino,
+            c.size,
+            c.mtime_ns,
+            c.offset,
+            c.head_hash,
+            c.head_len,
+            c.generation,
+            c.adapter_version,
+            orjson.dumps(c.state),
+            now,
+        )
         if c.file_id is not None:
             await self.db.execute(
                 "UPDATE files SET agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?,"
                 " offset=?, head_hash=?, head_len=?, generation=?, adapter_version=?, state=?,"
-                " updated_at=?, gone_at=NULL WHERE id=?", (*params, c.file_id))
+                " updated_at=?, gone_at=NULL WHERE id=?",
+                (*params, c.file_id),
+            )
             return c.file_id
         async with self.db.execute(
             "INSERT INTO files (agent, path, root, dev, ino, size, mtime_ns, offset, head_hash,"
@@ -213,25 +269,36 @@ class Writer:
             " mtime_ns=excluded.mtime_ns, offset=excluded.offset, head_hash=excluded.head_hash,"
             " head_len=excluded.head_len, generation=excluded.generation,"
             " adapter_version=excluded.adapter_version, state=excluded.state,"
-            " updated_at=excluded.updated_at, gone_at=NULL RETURNING id", (*params, now),
+            " updated_at=excluded.updated_at, gone_at=NULL RETURNING id",
+            (*params, now),
         ) as cur:
             row = await cur.fetchone()
         assert row is not None
         return int(row[0])
 
-    async def _upsert_sessions(self, p: Parsed, c: Cursor, own_uid: str | None,
-                               now: int) -> dict[str, int]:
+    async def _upsert_sessions(
+        self, p: Parsed, c: Cursor, own_uid: str | None, now: int
+    ) -> dict[str, int]:
         merged = _merge_infos(p.sessions)
         for uid in {e.session_uid for e in p.events} | {u.session_uid for u in p.usage}:
-            merged.setdefault(uid, {"uid": uid, "agent": c.agent,
-                                    "native_id": uid.partition(":")[2]})
+            merged.setdefault(
+                uid, {"uid": uid, "agent": c.agent, "native_id": uid.partition(":")[2]}
+            )
         ids: dict[str, int] = {}
         for uid, row in merged.items():
             cwd = row.get("cwd")
             params = {
-                "parent_uid": None, "cwd": None, "git_branch": None, "model": None,
-                "title": None, "version": None, "agent_type": None, "first_ts": None,
-                "last_ts": None, "ended": 0, **row,
+                "parent_uid": None,
+                "cwd": None,
+                "git_branch": None,
+                "model": None,
+                "title": None,
+                "version": None,
+                "agent_type": None,
+                "first_ts": None,
+                "last_ts": None,
+                "ended": 0,
+                **row,
                 "repo": repo_of(cwd),
                 "adapter_version": c.adapter_version if uid == own_uid else None,
                 "source_path": c.path if uid == own_uid else None,
@@ -255,10 +322,18 @@ class Writer:
                 found.update({int(k): int(s) for k, s in await cur.fetchall()})
         return found
 
-    async def _insert_events(self, events: Sequence[Event], ids: dict[str, int], file_id: int,
-                             payloads_z: Sequence[tuple[bytes, int]], now: int) -> None:
+    async def _insert_events(
+        self,
+        events: Sequence[Event],
+        ids: dict[str, int],
+        file_id: int,
+        payloads_z: Sequence[tuple[bytes, int]],
+        now: int,
+        replace: bool,
+    ) -> None:
         by_session: dict[int, list[tuple[Event, bytes, int] | tuple[Event, None, int]]] = (
-            defaultdict(list))
+            defaultdict(list)
+        )
         payload_iter = iter(payloads_z)
         for ev in events:
             if ev.payload is not None:
@@ -267,52 +342,115 @@ class Writer:
             else:
                 by_session[ids[ev.session_uid]].append((ev, None, 0))
         for session_id, items in by_session.items():
-            await self._insert_session_events(session_id, items, file_id, now)
+            await self._insert_session_events(session_id, items, file_id, now, replace)
 
-    async def _insert_session_events(self, session_id: int,
-                                     items: Sequence[tuple[Event, bytes | None, int]],
-                                     file_id: int, now: int) -> None:
+    async def _insert_session_events(
+        self,
+        session_id: int,
+        items: Sequence[tuple[Event, bytes | None, int]],
+        file_id: int,
+        now: int,
+        replace: bool,
+    ) -> None:
         keys = [key64(ev.key) for ev, _, _ in items]
         parents = [key64(ev.parent_key) if ev.parent_key else None for ev, _, _ in items]
         wanted = list({*keys, *(k for k in parents if k is not None)})
         seen = await self._existing_seqs(session_id, wanted)
-        async with self.db.execute("SELECT next_seq FROM sessions WHERE id = ?",
-                                   (session_id,)) as cur:
+        async with self.db.execute(
+            "SELECT next_seq FROM sessions WHERE id = ?", (session_id,)
+        ) as cur:
             row = await cur.fetchone()
         next_seq = int(row[0]) if row else 0
         rows: list[tuple[Any, ...]] = []
         payload_rows: list[tuple[Any, ...]] = []
         messages = 0
+        updates: list[tuple[Any, ...]] = []
+        done: set[int] = set()
         for (ev, data, compressed), key, parent in zip(items, keys, parents, strict=True):
             if key in seen:
+                if replace and key not in done:
+                    done.add(key)
+                    updates.append(
+                        (
+                            ev.ts,
+                            ev.kind,
+                            ev.role,
+                            ev.tool,
+                            ev.call_id,
+                            ev.summary,
+                            ev.body or None,
+                            ev.tokens,
+                            int(ev.is_error),
+                            file_id,
+                            ev.offset,
+                            session_id,
+                            key,
+                        )
+                    )
+                    if data is not None and ev.payload is not None:
+                        payload_rows.append((session_id, key, len(ev.payload), compressed, data))
                 continue
+            done.add(key)
             seq = next_seq
             next_seq += 1
             seen[key] = seq
-            rows.append((session_id, seq, seen.get(parent) if parent is not None else None, key,
-                         ev.ts, ev.kind, ev.role, ev.tool, ev.call_id, ev.summary,
-                         ev.body or None, ev.tokens, int(ev.is_error), int(ev.is_sidechain),
-                         file_id, ev.offset))
+            rows.append(
+                (
+                    session_id,
+                    seq,
+                    seen.get(parent) if parent is not None else None,
+                    key,
+                    ev.ts,
+                    ev.kind,
+                    ev.role,
+                    ev.tool,
+                    ev.call_id,
+                    ev.summary,
+                    ev.body or None,
+                    ev.tokens,
+                    int(ev.is_error),
+                    int(ev.is_sidechain),
+                    file_id,
+                    ev.offset,
+                )
+            )
             if ev.kind in MESSAGE_KINDS:
                 messages += 1
             if data is not None and ev.payload is not None:
                 payload_rows.append((session_id, key, len(ev.payload), compressed, data))
         if rows:
             await self.db.executemany(_INSERT_EVENT, rows)
+        if updates:
+            await self.db.executemany(
+                "UPDATE events SET ts=?, kind=?, role=?, tool=?, call_id=?, summary=?, body=?,"
+                " tokens=?, is_error=?, file_id=?, offset=? WHERE session_id=? AND ekey=?",
+                updates,
+            )
         if payload_rows:
             await self.db.executemany(
-                "INSERT OR IGNORE INTO payloads (session_id, ekey, size, compressed, data)"
-                " VALUES (?, ?, ?, ?, ?)", payload_rows)
+                "INSERT OR REPLACE INTO payloads (session_id, ekey, size, compressed, data)"
+                " VALUES (?, ?, ?, ?, ?)",
+                payload_rows,
+            )
         await self.db.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
-            " changed_at = ? WHERE id = ?", (next_seq, len(rows), messages, now, session_id))
+            " changed_at = ? WHERE id = ?",
+            (next_seq, len(rows), messages, now, session_id),
+        )
 
     async def mark_gone(self, path: str, now: int) -> None:
-        await self.db.execute("UPDATE files SET gone_at = ? WHERE path = ? AND gone_at IS NULL",
-                              (now, path))
+        await self.db.execute(
+            "UPDATE files SET gone_at = ? WHERE path = ? AND gone_at IS NULL", (now, path)
+        )
 
-    async def save_digest(self, session_id: int, digest: dict[str, Any], provisional: bool,
-                          schema_version: int, now: int) -> None:
+    async def save_digest(
+        self,
+        session_id: int,
+        digest: dict[str, Any],
+        provisional: bool,
+        schema_version: int,
+        now: int,
+    ) -> None:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             await self.db.execute(
@@ -320,9 +458,11 @@ class Writer:
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
                 " schema_version = excluded.schema_version, built_at = excluded.built_at,"
                 " provisional = excluded.provisional, json = excluded.json",
-                (session_id, schema_version, now, int(provisional), orjson.dumps(digest)))
-            await self.db.execute("UPDATE sessions SET analyzed_at = ? WHERE id = ?",
-                                  (now, session_id))
+                (session_id, schema_version, now, int(provisional), orjson.dumps(digest)),
+            )
+            await self.db.execute(
+                "UPDATE sessions SET analyzed_at = ? WHERE id = ?", (now, session_id)
+            )
             await self.db.execute("COMMIT")
         except BaseException:
             await self.db.execute("ROLLBACK")
