@@ -41,7 +41,9 @@ def iter_lines(path: Path) -> Any:
             yield orjson.loads(raw)
 
 
-def claude_truth(root: Path, index: dict[str, Any]) -> dict[str, Any]:
+def claude_truth(root: Path, index: dict[str, Any], path_order: bool = False) -> dict[str, Any]:
+    """Dedup Claude usage. A key found in several files goes to the file that is not a resumed
+    copy, or with ``path_order`` to the first file in sorted path order (ccusage 20.x's rule)."""
     best: dict[tuple[str, str], tuple[int, list[int], str, str]] = {}
     files_of: dict[tuple[str, str], set[str]] = {}
     for rel in sorted(index):
@@ -60,9 +62,12 @@ def claude_truth(root: Path, index: dict[str, Any]) -> dict[str, Any]:
     per_file: dict[str, list[int]] = {rel: [0, 0, 0, 0, 0] for rel in index}
     by_day_model: dict[tuple[str, str], list[int]] = {}
     for key, (_, vals, day, model) in best.items():
-        owners = [f for f in files_of[key] if index[f]["kind"] != "resumed"] or sorted(
-            files_of[key]
-        )
+        if path_order:
+            owners = sorted(files_of[key])[:1]
+        else:
+            owners = [f for f in files_of[key] if index[f]["kind"] != "resumed"] or sorted(
+                files_of[key]
+            )
         if len(owners) != 1:
             raise SystemExit(f"key {key} has {len(owners)} candidate owner files: {owners}")
         acc = per_file[owners[0]]

@@ -1,0 +1,55 @@
+"""Pure, forgiving access to fields of decoded JSON records.
+
+Agents' formats drift: a field that was a string becomes an object, numbers arrive as
+strings, blocks go missing.  These helpers return a typed default instead of raising, so an
+adapter's happy path stays short and a surprising record never costs the whole line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from helixd.adapters.jsonl import iter_text_blocks
+
+
+def as_int(value: Any) -> int:
+    """An integer from an int, float or numeric string (legacy files); 0 otherwise."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            return 0
+    return 0
+
+
+def get_str(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def get_dict(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def dump(value: Any) -> bytes:
+    """Bytes of a payload: strings as UTF-8, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="replace")
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
+def result_text(content: Any) -> str:
+    """The text of a tool result's content (a string or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(iter_text_blocks(content))
