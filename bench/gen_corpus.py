@@ -1245,7 +1245,7 @@ class CodexGen:
             if last:
                 break
             self.tick(200, 30_000)
-            out = self.pools.code_slice(rng, max(10, draw_result_chars(rng) // 2))
+            out = self.pools.code_slice(rng, draw_result_chars(rng))
             self.rec("response_item", {
                 "type": "function_call_output", "call_id": call_id,
                 "output": orjson.dumps({"output": out, "metadata": {

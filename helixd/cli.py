@@ -301,3 +301,7 @@ async def _sessions(
         ):
             r[k + "_iso"] = iso(r[k])
     return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -167,8 +167,7 @@ class Ingestor:
         finally:
             await writer.close()
         for path in cursors.keys() - seen:
-            if not os.path.exists(path):
-                await self.store.mark_gone(path)
+            if not os.path.exists(path) and await self.store.mark_gone(path):
                 stats.files_gone += 1
         stats.seconds = time.perf_counter() - started
         return stats
@@ -197,12 +196,16 @@ class Ingestor:
     ) -> None:
         st = stat_file(src.path)
         if st is None:
-            if cursor is not None:
-                await self.store.mark_gone(src.path)
+            if cursor is not None and await self.store.mark_gone(src.path):
                 stats.files_gone += 1
             return
         if cursor is None:
             cursor = await self._carried_cursor(st)
+            if cursor is not None and unchanged(cursor, st):
+                # Renamed and nothing new: only the path moves.
+                parsed = Parsed(consumed=0, state=cursor.state)
+                await writer.put(Batch(cursor=cursor, start=cursor.offset, raw=b"", parsed=parsed))
+                return
         if unchanged(cursor, st):
             return
         try:

@@ -27,7 +27,8 @@ def frame(data: bytes, at_eof: bool) -> tuple[list[tuple[int, bytes]], int]:
     """Return ``([(offset, line_without_newline), ...], consumed)`` for ``data``.
 
     Offsets are relative to the start of ``data``.  Blank lines (only whitespace) are
-    consumed but not returned.
+    consumed but not returned; trailing whitespace (``\r`` of CRLF files) is cut, so a line
+    read whole and the same line taken early at EOF are the same bytes.
     """
     lines: list[tuple[int, bytes]] = []
     end = data.rfind(b"\n")
@@ -36,12 +37,12 @@ def frame(data: bytes, at_eof: bool) -> tuple[list[tuple[int, bytes]], int]:
         pos = 0
         for piece in data[:end].split(b"\n"):
             if piece.strip():
-                lines.append((pos, piece.rstrip(b"\r")))
+                lines.append((pos, piece.rstrip()))
             pos += len(piece) + 1
     if at_eof and consumed < len(data):
         tail = data[consumed:]
         if tail.strip() and _is_complete_object(tail):
-            lines.append((consumed, tail))
+            lines.append((consumed, tail.rstrip()))
             consumed = len(data)
     return lines, consumed
 

@@ -117,8 +117,9 @@ class Store:
         """Write one batch of records and its cursor in one transaction; returns file id."""
         return await self._writer.commit(batch, now_ms())
 
-    async def mark_gone(self, path: str) -> None:
-        await self._writer.mark_gone(path, now_ms())
+    async def mark_gone(self, path: str) -> bool:
+        """Record that a source file vanished (its rows stay); False if already known."""
+        return await self._writer.mark_gone(path, now_ms())
 
     async def save_digest(
         self, session_id: int, digest: dict[str, Any], provisional: bool, schema_version: int

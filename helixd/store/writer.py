@@ -438,10 +438,11 @@ class Writer:
             (next_seq, len(rows), messages, now, session_id),
         )
 
-    async def mark_gone(self, path: str, now: int) -> None:
-        await self.db.execute(
+    async def mark_gone(self, path: str, now: int) -> bool:
+        async with self.db.execute(
             "UPDATE files SET gone_at = ? WHERE path = ? AND gone_at IS NULL", (now, path)
-        )
+        ) as cur:
+            return cur.rowcount > 0
 
     async def save_digest(
         self,

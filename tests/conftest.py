@@ -1,0 +1,79 @@
+"""Shared fixtures: real temp dirs, a real SQLite store, the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from helixd.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = await Store.open(tmp_path / "store" / "helix.db")
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty HOME with the agents' usual directories."""
+    h = tmp_path / "home"
+    (h / ".claude" / "projects").mkdir(parents=True)
+    return h
+
+
+def copy_claude_fixtures(home: Path) -> Path:
+    root = home / ".claude" / "projects"
+    shutil.copytree(
+        FIXTURES / "claude", root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("README*")
+    )
+    return root
+
+
+def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HELIX_", "CLAUDE_"))}
+    env.update(
+        HOME=str(home),
+        HELIX_STORE_DB=str(db),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        **extra,
+    )
+    return env
+
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def helixctl(home: Path, tmp_path: Path) -> RunCli:
+    """Run the real ``helixctl`` in a subprocess against ``home`` and a temp store."""
+    db = tmp_path / "cli-store" / "helix.db"
+
+    def run(*args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "helixd.cli", *args],
+            env=cli_env(home, db, **extra),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"helixctl {args} -> {proc.returncode}\n{proc.stderr}")
+        return proc
+
+    run.db = db  # type: ignore[attr-defined]
+    return run

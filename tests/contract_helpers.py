@@ -1,0 +1,75 @@
+"""Helpers for the adapter contract suite: feed a file to an adapter like ingest does."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.records import Parsed
+from helixd.store.writer import _merge_infos
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def samples(adapter: Adapter, max_bytes: int = 400_000) -> list[tuple[Path, str]]:
+    """``(path, rel)`` of every fixture file the adapter claims, smallest first."""
+    base = FIXTURES / adapter.name
+    found = [(p, p.relative_to(base).as_posix()) for p in base.rglob("*") if p.is_file()]
+    chosen = [(p, rel) for p, rel in found if adapter.matches(rel)]
+    return sorted(
+        (x for x in chosen if x[0].stat().st_size <= max_bytes),
+        key=lambda x: (x[0].stat().st_size, x[1]),
+    )
+
+
+def feed(
+    adapter: Adapter,
+    data: bytes,
+    path: str,
+    rel: str,
+    cuts: Sequence[int],
+    sidecar: bytes | None = None,
+) -> dict[str, Any]:
+    """Parse ``data`` as if the file had been written up to each cut in turn (each read
+    reaches the end of what exists, so ``at_eof`` is true), then normalise the output."""
+    ctx = FileContext(path, rel, sidecar)
+    state: dict[str, Any] = {}
+    offset = 0
+    outs: list[Parsed] = []
+    for cut in [*sorted(set(cuts)), len(data)]:
+        if cut <= offset:
+            continue
+        if adapter.whole_file(rel) and cut < len(data):
+            continue
+        while offset < cut:
+            parsed = adapter.parse(Chunk(data[offset:cut], offset, True, ctx), state)
+            assert 0 <= parsed.consumed <= cut - offset
+            if parsed.consumed == 0:
+                break
+            consumed_bytes = data[offset : offset + parsed.consumed]
+            assert (
+                cut == len(data)
+                or consumed_bytes.endswith((b"\n", b"}"))
+                or (not consumed_bytes.strip())
+            ), "consumed must end on a record boundary"
+            outs.append(parsed)
+            state = parsed.state
+            offset += parsed.consumed
+    return normalise(outs)
+
+
+def normalise(outs: Sequence[Parsed]) -> dict[str, Any]:
+    unknown: Counter[str] = Counter()
+    for p in outs:
+        unknown.update(p.unknown_types)
+    return {
+        "events": sorted((repr(e) for p in outs for e in p.events)),
+        "usage": sorted((repr(u) for p in outs for u in p.usage)),
+        "bad": sorted((b.offset, b.length) for p in outs for b in p.bad),
+        "unknown": dict(unknown),
+        "sessions": _merge_infos(s for p in outs for s in p.sessions),
+        "lines": sum(p.lines for p in outs),
+    }
