@@ -66,8 +66,8 @@ def normalise(outs: Sequence[Parsed]) -> dict[str, Any]:
     for p in outs:
         unknown.update(p.unknown_types)
     return {
-        "events": sorted((repr(e) for p in outs for e in p.events)),
-        "usage": sorted((repr(u) for p in outs for u in p.usage)),
+        "events": sorted(repr(e) for p in outs for e in p.events),
+        "usage": sorted(repr(u) for p in outs for u in p.usage),
         "bad": sorted((b.offset, b.length) for p in outs for b in p.bad),
         "unknown": dict(unknown),
         "sessions": _merge_infos(s for p in outs for s in p.sessions),

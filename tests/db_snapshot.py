@@ -56,7 +56,7 @@ def snapshot(db: Path) -> dict[str, Any]:
         }
         raw: dict[tuple[str, int], bytes] = {}
         dctx = zstandard.ZstdDecompressor()
-        for path, gen, start, data in q(
+        for path, gen, _start, data in q(
             "SELECT f.path, r.generation, r.start, r.data FROM raw_blocks r"
             " JOIN files f ON f.id = r.file_id ORDER BY f.path, r.generation, r.start"
         ):

@@ -10,7 +10,7 @@ import orjson
 
 from helixd import digest
 from helixd.adapters import claude
-from helixd.ingest import IngestStats, Ingestor, discover
+from helixd.ingest import Ingestor, IngestStats, discover
 from helixd.store import Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
 

@@ -15,7 +15,8 @@ SECRETS = [
     b"github_pat_" + b"B" * 50,
     b"xoxb-123456789012-abcdefghij",
     b"AIza" + b"S" * 35,
-    b"-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjE\\n-----END OPENSSH PRIVATE KEY-----",
+    b"-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjE\\n"
+    b"-----END OPENSSH PRIVATE KEY-----",
 ]
 
 
