@@ -262,7 +262,16 @@ class Ingestor:
                 )
                 raw_z = _compress_range(f, offset, consumed)
                 batch = Batch(
-                    cursor=_cursor(src, st, offset + consumed, new_head, generation, state, cursor),
+                    cursor=_cursor(
+                        src,
+                        st,
+                        offset + consumed,
+                        new_head,
+                        generation,
+                        state,
+                        cursor,
+                        seen=offset + consumed,
+                    ),
                     start=offset,
                     raw=b"",
                     parsed=parsed,
@@ -282,7 +291,14 @@ class Ingestor:
             raw = redacted[: parsed.consumed]
             batch = Batch(
                 cursor=_cursor(
-                    src, st, offset + parsed.consumed, new_head, generation, state, cursor
+                    src,
+                    st,
+                    offset + parsed.consumed,
+                    new_head,
+                    generation,
+                    state,
+                    cursor,
+                    seen=size if at_eof else offset + parsed.consumed,
                 ),
                 start=offset,
                 raw=raw,
@@ -336,14 +352,18 @@ def _cursor(
     generation: int,
     state: dict[str, Any],
     previous: Cursor | None,
+    seen: int | None = None,
 ) -> Cursor:
+    """The cursor after a batch.  ``size`` records how much of the file was examined:
+    the whole file once a read reached its end, else only up to the batch, so that a run
+    killed between two batches is never mistaken for an unchanged file."""
     return Cursor(
         path=src.path,
         agent=src.adapter.name,
         root=src.root,
         dev=st.st_dev,
         ino=st.st_ino,
-        size=st.st_size,
+        size=st.st_size if seen is None else seen,
         mtime_ns=st.st_mtime_ns,
         offset=offset,
         head_hash=fingerprint(head),
