@@ -307,7 +307,12 @@ def main(argv: list[str] | None = None) -> int:
             compare_js_codex(manifest, outputs["@ccusage/codex session"])
         for line in problems[:40]:
             print("MISMATCH", line)
-        print("ccusage matches the manifest" if not problems else f"{len(problems)} mismatches")
+        print(
+            "ccusage agrees with the manifest: totals, every day x model, Codex sessions; Claude "
+            "sessions once replayed prefixes go to the first file in path order"
+            if not problems
+            else f"{len(problems)} mismatches"
+        )
     if args.json_out:
         args.json_out.write_text(
             json.dumps(

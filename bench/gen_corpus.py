@@ -76,8 +76,20 @@ COMMON_WORDS = _split(
     "cursor offset batch commit index table query schema column row insert select migration "
     "daemon watcher tail session token usage cache budget evict digest store ingest parser"
 )
-NON_ASCII = ("café", "naïve", "→", "✅", "日本語", "Größe", "résumé", "…", "Ω", "über", "🙂",
-             "données")
+NON_ASCII = (
+    "café",
+    "naïve",
+    "→",
+    "✅",
+    "日本語",
+    "Größe",
+    "résumé",
+    "…",
+    "Ω",
+    "über",
+    "🙂",
+    "données",
+)
 SYLLABLES = _split(
     "ka lo mi ra te su no vi pe da zu ri ga mo shi ta ne ko lu fa be xi qu ro sa di ve "
     "ar en il or un ex st tr pl gr cl br th ch sh ph"
@@ -90,8 +102,17 @@ TYPES = ("int", "str", "bytes", "bool", "float", "Path", "dict[str, Any]", "list
 ERRORS = ("ValueError", "KeyError", "RuntimeError", "OSError", "TypeError", "TimeoutError")
 
 SIZE_UNITS = {
-    "": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "k": 10**3, "m": 10**6, "g": 10**9,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30,
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
 }
 
 Usage = tuple[int, int, int, int]  # input, output, cache_creation, cache_read
@@ -188,7 +209,6 @@ class Pools:
         self.prose = self._prose(rng, vocab, weights, 3_500_000)
         self.code = self._code(rng, vocab, 4_200_000)
         self.b64 = base64.b64encode(rng.randbytes(4_200_000)).decode("ascii")
-        self.code_nl = [i for i, ch in enumerate(self.code) if ch == "\n"]
 
     @staticmethod
     def _prose(rng: random.Random, vocab: list[str], weights: list[float], size: int) -> str:
@@ -489,10 +509,16 @@ class JobResult:
 
 
 CLAUDE_TOKEN_KEYS = (
-    "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
 )
 CODEX_TOKEN_KEYS = (
-    "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens",
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
     "total_tokens",
 )
 
@@ -572,8 +598,11 @@ class SideSink:
         if self.job is None:
             return None
         return FileWriter(
-            self.cfg.out / ".claude" / "projects", f"{self.project_dir}/{rel}", kind,
-            session_id, self.job,
+            self.cfg.out / ".claude" / "projects",
+            f"{self.project_dir}/{rel}",
+            kind,
+            session_id,
+            self.job,
         )
 
 
@@ -635,8 +664,15 @@ class ClaudeGen:
             d["type"] = rtype
         return d
 
-    def emit(self, out: list[Line], obj: dict[str, Any], rtype: str, *,
-             replayable: bool = True, info: AsstInfo | None = None) -> bytes:
+    def emit(
+        self,
+        out: list[Line],
+        obj: dict[str, Any],
+        rtype: str,
+        *,
+        replayable: bool = True,
+        info: AsstInfo | None = None,
+    ) -> bytes:
         data = dumps(obj)
         self.bytes_out += len(data)
         out.append((data, rtype, replayable, info))
@@ -673,13 +709,20 @@ class ClaudeGen:
             self.compact(out)
         prompt_uuid = uuid4(rng)
         if self.agent_id is None and rng.random() < 0.85:
-            self.emit(out, {
-                "type": "file-history-snapshot",
-                "messageId": prompt_uuid,
-                "snapshot": {"messageId": prompt_uuid, "trackedFileBackups": {},
-                             "timestamp": fmt_ts(self.clock)},
-                "isSnapshotUpdate": False,
-            }, "file-history-snapshot")
+            self.emit(
+                out,
+                {
+                    "type": "file-history-snapshot",
+                    "messageId": prompt_uuid,
+                    "snapshot": {
+                        "messageId": prompt_uuid,
+                        "trackedFileBackups": {},
+                        "timestamp": fmt_ts(self.clock),
+                    },
+                    "isSnapshotUpdate": False,
+                },
+                "file-history-snapshot",
+            )
         if prompt is None:
             n = lognormal_int(rng, 260, 1.0, 8, 6_000)
             if rng.random() < 0.03:
@@ -735,9 +778,12 @@ class ClaudeGen:
     def queue_op(self, out: list[Line]) -> None:
         text = self.pools.prose_slice(self.rng, self.rng.randint(10, 200)).strip()
         for op in ("enqueue", "dequeue"):
-            obj: dict[str, Any] = {"type": "queue-operation", "operation": op,
-                                   "timestamp": fmt_ts(self.tick(200, 9_000)),
-                                   "sessionId": self.sid}
+            obj: dict[str, Any] = {
+                "type": "queue-operation",
+                "operation": op,
+                "timestamp": fmt_ts(self.tick(200, 9_000)),
+                "sessionId": self.sid,
+            }
             if op == "enqueue":
                 obj["content"] = text
             self.emit(out, obj, "queue-operation", replayable=False)
@@ -770,8 +816,9 @@ class ClaudeGen:
         for call in calls:
             self.tool_result(out, call)
 
-    def response(self, out: list[Line], blocks: list[dict[str, Any]], out_chars: int,
-                 stop: str) -> None:
+    def response(
+        self, out: list[Line], blocks: list[dict[str, Any]], out_chars: int, stop: str
+    ) -> None:
         rng = self.rng
         if rng.random() < 0.002 and self.agent_id is None:
             self.api_error(out)
@@ -787,8 +834,11 @@ class ClaudeGen:
         msg_id = "msg_01" + b62(rng, 22)
         req_id = "req_011C" + b62(rng, 20)
         partial = rng.random() < self.cfg.partial_frac and len(blocks) > 1
-        snapshots = sorted(rng.sample(range(1, usage_t[1]), len(blocks) - 1)) if (
-            partial and usage_t[1] > len(blocks)) else []
+        snapshots = (
+            sorted(rng.sample(range(1, usage_t[1]), len(blocks) - 1))
+            if (partial and usage_t[1] > len(blocks))
+            else []
+        )
         self.tick(1_500, 25_000)
         day = fmt_day(self.clock)
         for i, block in enumerate(blocks):
@@ -797,9 +847,14 @@ class ClaudeGen:
             u: Usage = (usage_t[0], out_tok, usage_t[2], usage_t[3])
             d = self.env("assistant")
             d["message"] = {
-                "model": self.model, "id": msg_id, "type": "message", "role": "assistant",
-                "content": [block], "stop_reason": stop if final else None,
-                "stop_sequence": None, "usage": self.usage_obj(u),
+                "model": self.model,
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": stop if final else None,
+                "stop_sequence": None,
+                "usage": self.usage_obj(u),
             }
             d["requestId"] = req_id
             d["type"] = "assistant"
@@ -834,13 +889,22 @@ class ClaudeGen:
         d["uuid"] = uuid4(self.rng)
         d["timestamp"] = fmt_ts(self.tick(30_000, 120_000))
         d["message"] = {
-            "id": uuid4(self.rng), "container": None, "model": "<synthetic>", "role": "assistant",
-            "stop_reason": "stop_sequence", "stop_sequence": "", "type": "message",
-            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "server_tool_use": {"web_search_requests": 0,
-                      "web_fetch_requests": 0}, "service_tier": None,
-                      "cache_creation": {"ephemeral_1h_input_tokens": 0,
-                                         "ephemeral_5m_input_tokens": 0}},
+            "id": uuid4(self.rng),
+            "container": None,
+            "model": "<synthetic>",
+            "role": "assistant",
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "type": "message",
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+                "service_tier": None,
+                "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+            },
             "content": [{"type": "text", "text": "API Error: Request timed out"}],
         }
         d["error"] = "unknown"
@@ -879,10 +943,12 @@ class ClaudeGen:
         if layout is not None:
             desc = " ".join(self.pools.word(rng) for _ in range(rng.randint(2, 5)))
             prompt = self.pools.prose_slice(rng, rng.randint(200, 2_500)).strip()
-            task = {"description": desc, "prompt": prompt,
-                    "subagent_type": rng.choice(AGENT_TYPES)}
-            return {"block": {"type": "tool_use", "id": tid, "name": "Task", "input": task},
-                    "tool": "Task", "layout": layout}
+            task = {"description": desc, "prompt": prompt, "subagent_type": rng.choice(AGENT_TYPES)}
+            return {
+                "block": {"type": "tool_use", "id": tid, "name": "Task", "input": task},
+                "tool": "Task",
+                "layout": layout,
+            }
         tool = rng.choices([t[0] for t in TOOLS], weights=[t[1] for t in TOOLS])[0]
         inp: dict[str, Any]
         huge = self.want_huge()
@@ -891,21 +957,32 @@ class ClaudeGen:
         if huge and tool not in ("Read", "Bash"):
             tool = "Read"
         if tool == "Bash":
-            inp = {"command": self.pools.code_slice(rng, rng.randint(10, 160)).strip() or "ls",
-                   "description": self.pools.prose_slice(rng, rng.randint(10, 60)).strip()}
+            inp = {
+                "command": self.pools.code_slice(rng, rng.randint(10, 160)).strip() or "ls",
+                "description": self.pools.prose_slice(rng, rng.randint(10, 60)).strip(),
+            }
         elif tool == "Read":
             inp = {"file_path": path}
         elif tool == "Edit":
-            inp = {"file_path": path,
-                   "old_string": self.pools.code_slice(rng, rng.randint(20, 1_500)),
-                   "new_string": self.pools.code_slice(rng, rng.randint(20, 2_000))}
+            inp = {
+                "file_path": path,
+                "old_string": self.pools.code_slice(rng, rng.randint(20, 1_500)),
+                "new_string": self.pools.code_slice(rng, rng.randint(20, 2_000)),
+            }
         elif tool == "Write":
             inp = {"file_path": path, "content": self.pools.code_slice(rng, size)}
         else:
-            inp = {"pattern": self.pools.word(rng), "path": self.cwd,
-                   "output_mode": "files_with_matches"}
-        return {"block": {"type": "tool_use", "id": tid, "name": tool, "input": inp},
-                "tool": tool, "size": size, "huge": huge}
+            inp = {
+                "pattern": self.pools.word(rng),
+                "path": self.cwd,
+                "output_mode": "files_with_matches",
+            }
+        return {
+            "block": {"type": "tool_use", "id": tid, "name": tool, "input": inp},
+            "tool": tool,
+            "size": size,
+            "huge": huge,
+        }
 
     def tool_result(self, out: list[Line], call: dict[str, Any]) -> None:
         rng = self.rng
@@ -919,9 +996,20 @@ class ClaudeGen:
         content, result, is_error = self.result_payload(call)
         d = self.env("user")
         assistant_uuid = self.parent
-        self.finish_user(d, {"role": "user", "content": [
-            {"tool_use_id": call["block"]["id"], "type": "tool_result", "content": content,
-             "is_error": is_error}]})
+        self.finish_user(
+            d,
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": call["block"]["id"],
+                        "type": "tool_result",
+                        "content": content,
+                        "is_error": is_error,
+                    }
+                ],
+            },
+        )
         d["toolUseResult"] = result
         d["sourceToolAssistantUUID"] = assistant_uuid
         self.emit(out, d, "user")
@@ -932,49 +1020,102 @@ class ClaudeGen:
         tool, size, inp = call["tool"], call["size"], call["block"]["input"]
         if call["huge"] and rng.random() < 0.5:
             data = self.pools.b64_slice(rng, size)
-            content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                     "data": data}}]
-            result = {"type": "image", "file": {"base64": data, "type": "image/png",
-                                                "originalSize": size * 3 // 4}}
+            content = [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": data},
+                }
+            ]
+            result = {
+                "type": "image",
+                "file": {"base64": data, "type": "image/png", "originalSize": size * 3 // 4},
+            }
             return content, result, False
         if tool != "Write" and rng.random() < 0.06:
             err = "Exit code 1\n" + self.pools.code_slice(rng, min(size, 2_000))
             return err, "Error: " + err, True
         if tool == "Bash":
             text = self.pools.code_slice(rng, size)
-            return text, {"stdout": text, "stderr": "", "interrupted": False,
-                          "isImage": False}, False
+            return (
+                text,
+                {"stdout": text, "stderr": "", "interrupted": False, "isImage": False},
+                False,
+            )
         if tool == "Read":
             lines = self.pools.code_lines(rng, max(1, size - size // 9))
             raw = "\n".join(lines)
-            return number_lines(lines), {"type": "text", "file": {
-                "filePath": inp["file_path"], "content": raw, "numLines": len(lines),
-                "startLine": 1, "totalLines": len(lines)}}, False
+            return (
+                number_lines(lines),
+                {
+                    "type": "text",
+                    "file": {
+                        "filePath": inp["file_path"],
+                        "content": raw,
+                        "numLines": len(lines),
+                        "startLine": 1,
+                        "totalLines": len(lines),
+                    },
+                },
+                False,
+            )
         if tool == "Edit":
             snippet = self.pools.code_lines(rng, rng.randint(200, 1_200))
-            msg = (f"The file {inp['file_path']} has been updated. Here's the result of running "
-                   f"`cat -n` on a snippet of the edited file:\n{number_lines(snippet, 40)}")
-            patch = [{"oldStart": 40, "oldLines": len(snippet), "newStart": 40,
-                      "newLines": len(snippet), "lines": [" " + s for s in snippet]}]
-            return msg, {"filePath": inp["file_path"], "oldString": inp["old_string"],
-                         "newString": inp["new_string"],
-                         "originalFile": self.pools.code_slice(rng, size),
-                         "structuredPatch": patch, "userModified": False,
-                         "replaceAll": False}, False
+            msg = (
+                f"The file {inp['file_path']} has been updated. Here's the result of running "
+                f"`cat -n` on a snippet of the edited file:\n{number_lines(snippet, 40)}"
+            )
+            patch = [
+                {
+                    "oldStart": 40,
+                    "oldLines": len(snippet),
+                    "newStart": 40,
+                    "newLines": len(snippet),
+                    "lines": [" " + s for s in snippet],
+                }
+            ]
+            return (
+                msg,
+                {
+                    "filePath": inp["file_path"],
+                    "oldString": inp["old_string"],
+                    "newString": inp["new_string"],
+                    "originalFile": self.pools.code_slice(rng, size),
+                    "structuredPatch": patch,
+                    "userModified": False,
+                    "replaceAll": False,
+                },
+                False,
+            )
         if tool == "Write":
             msg = f"File created successfully at: {inp['file_path']}"
-            return msg, {"type": "create", "filePath": inp["file_path"],
-                         "content": inp["content"], "structuredPatch": []}, False
-        names = [f"{self.cwd}/{self.pools.word(rng)}/{self.pools.word(rng)}.py"
-                 for _ in range(max(1, min(400, size // 60)))]
-        return (f"Found {len(names)} files\n" + "\n".join(names),
-                {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)},
-                False)
+            return (
+                msg,
+                {
+                    "type": "create",
+                    "filePath": inp["file_path"],
+                    "content": inp["content"],
+                    "structuredPatch": [],
+                },
+                False,
+            )
+        names = [
+            f"{self.cwd}/{self.pools.word(rng)}/{self.pools.word(rng)}.py"
+            for _ in range(max(1, min(400, size // 60)))
+        ]
+        return (
+            f"Found {len(names)} files\n" + "\n".join(names),
+            {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)},
+            False,
+        )
 
     def hook_progress(self, out: list[Line], tool_id: str, tool: str) -> None:
         d = self.env("progress")
-        d["data"] = {"type": "hook_progress", "hookEvent": "PostToolUse",
-                     "hookName": f"PostToolUse:{tool}", "command": "callback"}
+        d["data"] = {
+            "type": "hook_progress",
+            "hookEvent": "PostToolUse",
+            "hookName": f"PostToolUse:{tool}",
+            "command": "callback",
+        }
         d["parentToolUseID"] = tool_id
         d["toolUseID"] = tool_id
         d["timestamp"] = fmt_ts(self.clock)
@@ -990,8 +1131,9 @@ class ClaudeGen:
         agent_id = ("a" + hexid(rng, 16)) if layout == "new" else hexid(rng, 8)
         sub_seed = f"{self.spec.seed}:agent:{agent_id}"
         sub_model = weighted(random.Random(sub_seed), SUBAGENT_MODELS)
-        sub = ClaudeGen(self.cfg, self.spec, self.side, seed=sub_seed, sidechain_agent=agent_id,
-                        model=sub_model)
+        sub = ClaudeGen(
+            self.cfg, self.spec, self.side, seed=sub_seed, sidechain_agent=agent_id, model=sub_model
+        )
         sub.clock = sub_start = self.clock + rng.randint(200, 3_000)
         sub.ctx_tokens = rng.randint(5_000, 14_000)
         sub.branch = self.branch
@@ -1030,31 +1172,54 @@ class ClaudeGen:
         summary = self.pools.prose_slice(rng, rng.randint(300, 3_000)).strip()
         d = self.env("user")
         assistant_uuid = self.parent
-        self.finish_user(d, {"role": "user", "content": [
-            {"tool_use_id": call["block"]["id"], "type": "tool_result",
-             "content": [{"type": "text", "text": summary}]}]})
+        self.finish_user(
+            d,
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": call["block"]["id"],
+                        "type": "tool_result",
+                        "content": [{"type": "text", "text": summary}],
+                    }
+                ],
+            },
+        )
         d["toolUseResult"] = {
-            "status": "completed", "prompt": inp["prompt"], "agentId": agent_id,
+            "status": "completed",
+            "prompt": inp["prompt"],
+            "agentId": agent_id,
             "content": [{"type": "text", "text": summary}],
             "totalDurationMs": sub.clock - sub_start,
-            "totalTokens": sum(totals), "totalToolUseCount": max(0, seen_final - 1),
-            "usage": {"input_tokens": totals[0], "output_tokens": totals[1],
-                      "cache_creation_input_tokens": totals[2],
-                      "cache_read_input_tokens": totals[3]},
+            "totalTokens": sum(totals),
+            "totalToolUseCount": max(0, seen_final - 1),
+            "usage": {
+                "input_tokens": totals[0],
+                "output_tokens": totals[1],
+                "cache_creation_input_tokens": totals[2],
+                "cache_read_input_tokens": totals[3],
+            },
         }
         d["sourceToolAssistantUUID"] = assistant_uuid
         self.emit(out, d, "user")
         self.pending_tokens += len(summary) // 4 + 30
 
-    def agent_progress(self, out: list[Line], line: bytes, tool_id: str, agent_id: str,
-                       prompt: str) -> None:
+    def agent_progress(
+        self, out: list[Line], line: bytes, tool_id: str, agent_id: str, prompt: str
+    ) -> None:
         rec = orjson.loads(line)
         d = self.env("progress")
         d["data"] = {
-            "message": {"type": "assistant", "timestamp": rec["timestamp"],
-                        "message": rec["message"], "requestId": rec["requestId"],
-                        "uuid": rec["uuid"]},
-            "normalizedMessages": [], "type": "agent_progress", "prompt": prompt[:200],
+            "message": {
+                "type": "assistant",
+                "timestamp": rec["timestamp"],
+                "message": rec["message"],
+                "requestId": rec["requestId"],
+                "uuid": rec["uuid"],
+            },
+            "normalizedMessages": [],
+            "type": "agent_progress",
+            "prompt": prompt[:200],
             "agentId": agent_id,
         }
         d["toolUseID"] = f"agent_msg_{rec['message']['id']}"
@@ -1081,8 +1246,13 @@ def run_claude_job(cfg: Config, specs: list[ClaudeSpec], index: int) -> JobResul
     project = cfg.projects[spec.project]
     root = cfg.out / ".claude" / "projects"
     side = SideSink(cfg, job, project.dirname)
-    main = FileWriter(root, f"{project.dirname}/{spec.session_id}.jsonl",
-                      "resumed" if spec.resume_of is not None else "session", spec.session_id, job)
+    main = FileWriter(
+        root,
+        f"{project.dirname}/{spec.session_id}.jsonl",
+        "resumed" if spec.resume_of is not None else "session",
+        spec.session_id,
+        job,
+    )
     gen = ClaudeGen(cfg, spec, side)
     for line in gen.preamble():
         main.write(line, spec.start_ms)
@@ -1097,8 +1267,9 @@ def run_claude_job(cfg: Config, specs: list[ClaudeSpec], index: int) -> JobResul
     return job
 
 
-def _replay_prefix(cfg: Config, parent: ClaudeSpec, spec: ClaudeSpec, main: FileWriter,
-                   own: ClaudeGen) -> ClaudeGen:
+def _replay_prefix(
+    cfg: Config, parent: ClaudeSpec, spec: ClaudeSpec, main: FileWriter, own: ClaudeGen
+) -> ClaudeGen:
     """Copy a prefix of the parent's transcript (sessionId rewritten), then continue it."""
     pgen = ClaudeGen(cfg, parent, SideSink(cfg, None, ""))
     old = f'"sessionId":"{parent.session_id}"'.encode()
@@ -1110,15 +1281,15 @@ def _replay_prefix(cfg: Config, parent: ClaudeSpec, spec: ClaudeSpec, main: File
         for data, rtype, replayable, info in turn:
             if not replayable:
                 continue
-            main.write((data.replace(old, new), rtype, replayable, info), pgen.clock,
-                       count_usage=False)
+            main.write(
+                (data.replace(old, new), rtype, replayable, info), pgen.clock, count_usage=False
+            )
             copied_lines += 1
             copied_bytes += len(data)
         if pgen.bytes_out >= goal or pgen.bytes_out >= parent.target_bytes:
             break
     main.res.extra.update(
-        replayed_from=parent.session_id, replayed_lines=copied_lines,
-        replayed_bytes=copied_bytes,
+        replayed_from=parent.session_id, replayed_lines=copied_lines, replayed_bytes=copied_bytes
     )
     own.clock = max(own.clock, pgen.clock + own.rng.randint(60_000, 3_600_000))
     own.parent = pgen.parent
@@ -1151,27 +1322,50 @@ class CodexGen:
         self.clock += self.rng.randint(lo, hi)
         return fmt_ts(self.clock)
 
-    def rec(self, rtype: str, payload: dict[str, Any], ts: str | None = None,
-            tokens: list[int] | None = None) -> None:
+    def rec(
+        self,
+        rtype: str,
+        payload: dict[str, Any],
+        ts: str | None = None,
+        tokens: list[int] | None = None,
+    ) -> None:
         obj = {"timestamp": ts or fmt_ts(self.clock), "type": rtype, "payload": payload}
-        self.w.write(dumps(obj), rtype if rtype != "event_msg" else f"event_msg:{payload['type']}",
-                     self.clock, tokens, self.model)
+        self.w.write(
+            dumps(obj),
+            rtype if rtype != "event_msg" else f"event_msg:{payload['type']}",
+            self.clock,
+            tokens,
+            self.model,
+        )
 
     def run(self) -> None:
         rng = self.rng
         spec = self.spec
-        self.rec("session_meta", {
-            "id": spec.session_id, "timestamp": fmt_ts(self.clock), "cwd": spec.cwd,
-            "originator": rng.choice(("codex_cli_rs",) * 4 + ("codex_vscode",)),
-            "cli_version": spec.version, "instructions": None, "source": "cli",
-            "model_provider": "openai",
-            "git": {"commit_hash": hexid(rng, 40), "branch": "main",
-                    "repository_url": f"git@example.invalid:{self.pools.word(rng)}.git"},
-        })
+        self.rec(
+            "session_meta",
+            {
+                "id": spec.session_id,
+                "timestamp": fmt_ts(self.clock),
+                "cwd": spec.cwd,
+                "originator": rng.choice(("codex_cli_rs",) * 4 + ("codex_vscode",)),
+                "cli_version": spec.version,
+                "instructions": None,
+                "source": "cli",
+                "model_provider": "openai",
+                "git": {
+                    "commit_hash": hexid(rng, 40),
+                    "branch": "main",
+                    "repository_url": f"git@example.invalid:{self.pools.word(rng)}.git",
+                },
+            },
+        )
         self.message("developer", self.pools.prose_slice(rng, rng.randint(2_000, 6_000)))
-        self.message("user", "<environment_context>\n  <cwd>" + spec.cwd + "</cwd>\n"
-                     "  <approval_policy>on-request</approval_policy>\n"
-                     "  <sandbox_mode>workspace-write</sandbox_mode>\n</environment_context>")
+        self.message(
+            "user",
+            "<environment_context>\n  <cwd>" + spec.cwd + "</cwd>\n"
+            "  <approval_policy>on-request</approval_policy>\n"
+            "  <sandbox_mode>workspace-write</sandbox_mode>\n</environment_context>",
+        )
         if spec.empty:
             self.user_prompt()
             self.turn_context()
@@ -1185,27 +1379,50 @@ class CodexGen:
 
     def message(self, role: str, text: str) -> None:
         kind = "output_text" if role == "assistant" else "input_text"
-        self.rec("response_item", {"type": "message", "role": role,
-                                   "content": [{"type": kind, "text": text}]})
+        self.rec(
+            "response_item",
+            {"type": "message", "role": role, "content": [{"type": kind, "text": text}]},
+        )
 
     def user_prompt(self) -> None:
         text = self.pools.prose_slice(self.rng, lognormal_int(self.rng, 220, 1.0, 5, 8_000))
         self.turn_id = uuid7(self.rng, self.clock)
-        self.rec("event_msg", {"type": "task_started", "turn_id": self.turn_id,
-                               "model_context_window": 272_000})
+        self.rec(
+            "event_msg",
+            {"type": "task_started", "turn_id": self.turn_id, "model_context_window": 272_000},
+        )
         self.message("user", text)
-        self.rec("event_msg", {"type": "user_message", "message": text, "images": [],
-                               "local_images": [], "text_elements": []})
+        self.rec(
+            "event_msg",
+            {
+                "type": "user_message",
+                "message": text,
+                "images": [],
+                "local_images": [],
+                "text_elements": [],
+            },
+        )
         self.ctx += len(text) // 4
 
     def turn_context(self) -> None:
-        self.rec("turn_context", {
-            "turn_id": self.turn_id, "cwd": self.spec.cwd, "approval_policy": "on-request",
-            "sandbox_policy": {"type": "workspace-write", "writable_roots": [self.spec.cwd],
-                               "network_access": False, "exclude_tmpdir_env_var": False,
-                               "exclude_slash_tmp": False},
-            "model": self.model, "effort": "medium", "summary": "auto",
-        })
+        self.rec(
+            "turn_context",
+            {
+                "turn_id": self.turn_id,
+                "cwd": self.spec.cwd,
+                "approval_policy": "on-request",
+                "sandbox_policy": {
+                    "type": "workspace-write",
+                    "writable_roots": [self.spec.cwd],
+                    "network_access": False,
+                    "exclude_tmpdir_env_var": False,
+                    "exclude_slash_tmp": False,
+                },
+                "model": self.model,
+                "effort": "medium",
+                "summary": "auto",
+            },
+        )
 
     def turn(self) -> None:
         rng = self.rng
@@ -1222,41 +1439,71 @@ class CodexGen:
             self.tick(1_000, 20_000)
             summary = self.pools.prose_slice(rng, rng.randint(20, 300)).strip()
             self.rec("event_msg", {"type": "agent_reasoning", "text": summary})
-            self.rec("response_item", {
-                "type": "reasoning", "summary": [{"type": "summary_text", "text": summary}],
-                "content": None,
-                "encrypted_content": "gAAAAA" + self.pools.b64_slice(rng, rng.randint(600, 4_000)),
-            })
+            self.rec(
+                "response_item",
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": summary}],
+                    "content": None,
+                    "encrypted_content": "gAAAAA"
+                    + self.pools.b64_slice(rng, rng.randint(600, 4_000)),
+                },
+            )
             if last or rng.random() < 0.4:
                 n = lognormal_int(rng, 300 if not last else 900, 0.9, 10, 8_000)
                 text = self.pools.prose_slice(rng, n).strip() or "Done."
                 self.rec("event_msg", {"type": "agent_message", "message": text})
-                self.rec("response_item", {"type": "message", "role": "assistant",
-                                           "content": [{"type": "output_text", "text": text}]})
+                self.rec(
+                    "response_item",
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    },
+                )
             call_id = "call_" + b62(rng, 24)
             if not last:
                 cmd = self.pools.code_slice(rng, rng.randint(8, 200)).strip() or "ls"
-                self.rec("response_item", {
-                    "type": "function_call", "name": "shell",
-                    "arguments": orjson.dumps({"command": ["bash", "-lc", cmd],
-                                               "workdir": self.spec.cwd}).decode(),
-                    "call_id": call_id})
+                self.rec(
+                    "response_item",
+                    {
+                        "type": "function_call",
+                        "name": "shell",
+                        "arguments": orjson.dumps(
+                            {"command": ["bash", "-lc", cmd], "workdir": self.spec.cwd}
+                        ).decode(),
+                        "call_id": call_id,
+                    },
+                )
             self.token_count(self.advance())
             if last:
                 break
             self.tick(200, 30_000)
             out = self.pools.code_slice(rng, draw_result_chars(rng))
-            self.rec("response_item", {
-                "type": "function_call_output", "call_id": call_id,
-                "output": orjson.dumps({"output": out, "metadata": {
-                    "exit_code": 0 if rng.random() < 0.93 else 1,
-                    "duration_seconds": round(rng.random() * 5, 1)}}).decode()})
+            self.rec(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": call_id,
+                    "output": orjson.dumps(
+                        {
+                            "output": out,
+                            "metadata": {
+                                "exit_code": 0 if rng.random() < 0.93 else 1,
+                                "duration_seconds": round(rng.random() * 5, 1),
+                            },
+                        }
+                    ).decode(),
+                },
+            )
             self.ctx += len(out) // 4
             self.turn_context()
             if rng.random() < 0.6:
                 self.token_count(None, reemit=True)
-        self.rec("event_msg", {"type": "task_complete", "turn_id": self.turn_id,
-                               "last_agent_message": None})
+        self.rec(
+            "event_msg",
+            {"type": "task_complete", "turn_id": self.turn_id, "last_agent_message": None},
+        )
 
     def advance(self) -> list[int]:
         """One model call: the previous call's prompt is the cached prefix (sometimes missed)."""
@@ -1271,10 +1518,18 @@ class CodexGen:
         return last
 
     def token_count(self, last: list[int] | None, reemit: bool = False) -> None:
-        limits = {"primary": {"used_percent": round(self.rng.random() * 60, 1),
-                              "window_minutes": 300, "resets_in_seconds": 9_000},
-                  "secondary": {"used_percent": round(self.rng.random() * 40, 1),
-                                "window_minutes": 10_080, "resets_in_seconds": 400_000}}
+        limits = {
+            "primary": {
+                "used_percent": round(self.rng.random() * 60, 1),
+                "window_minutes": 300,
+                "resets_in_seconds": 9_000,
+            },
+            "secondary": {
+                "used_percent": round(self.rng.random() * 40, 1),
+                "window_minutes": 10_080,
+                "resets_in_seconds": 400_000,
+            },
+        }
         if last is None and not reemit:
             self.rec("event_msg", {"type": "token_count", "info": None, "rate_limits": limits})
             return
@@ -1285,11 +1540,14 @@ class CodexGen:
             self.total = [a + b for a, b in zip(self.total, last, strict=True)]
             self.prev_last = last
             tokens = last
-        info = {"total_token_usage": dict(zip(CODEX_TOKEN_KEYS, self.total, strict=True)),
-                "last_token_usage": dict(zip(CODEX_TOKEN_KEYS, last, strict=True)),
-                "model_context_window": 272_000}
-        self.rec("event_msg", {"type": "token_count", "info": info, "rate_limits": limits},
-                 tokens=tokens)
+        info = {
+            "total_token_usage": dict(zip(CODEX_TOKEN_KEYS, self.total, strict=True)),
+            "last_token_usage": dict(zip(CODEX_TOKEN_KEYS, last, strict=True)),
+            "model_context_window": 272_000,
+        }
+        self.rec(
+            "event_msg", {"type": "token_count", "info": info, "rate_limits": limits}, tokens=tokens
+        )
 
 
 class CodexWriter:
@@ -1304,8 +1562,7 @@ class CodexWriter:
         self.last_ms = 0
         job.files.append(self.res)
 
-    def write(self, data: bytes, rtype: str, ms: int, tokens: list[int] | None,
-              model: str) -> None:
+    def write(self, data: bytes, rtype: str, ms: int, tokens: list[int] | None, model: str) -> None:
         self.fh.write(data)
         self.bytes += len(data)
         self.res.lines += 1
@@ -1335,9 +1592,11 @@ def run_codex_job(cfg: Config, specs: list[CodexSpec], index: int) -> JobResult:
     spec = specs[index]
     job = JobResult(agent="codex")
     t = time.gmtime(spec.start_ms // 1000)
-    rel = (f"{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_mday:02d}/rollout-"
-           f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}-{t.tm_min:02d}-"
-           f"{t.tm_sec:02d}-{spec.session_id}.jsonl")
+    rel = (
+        f"{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_mday:02d}/rollout-"
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}-{t.tm_min:02d}-"
+        f"{t.tm_sec:02d}-{spec.session_id}.jsonl"
+    )
     writer = CodexWriter(cfg.out / ".codex" / "sessions", rel, spec.session_id, job)
     CodexGen(cfg, spec, writer).run()
     writer.close()
@@ -1368,7 +1627,11 @@ def percentiles(sizes: list[int]) -> dict[str, int]:
         return sizes[min(n - 1, int(q * n))]
 
     return {
-        "p50": p(0.5), "p90": p(0.9), "p99": p(0.99), "p999": p(0.999), "max": sizes[-1],
+        "p50": p(0.5),
+        "p90": p(0.9),
+        "p99": p(0.99),
+        "p999": p(0.999),
+        "max": sizes[-1],
         "over_50kb": n - bisect.bisect_right(sizes, 50_000),
         "over_1mb": n - bisect.bisect_right(sizes, 1_000_000),
     }
@@ -1429,14 +1692,22 @@ class Aggregate:
             "by_day_model": by_day_model,
             "sessions": sessions,
             "file_index": {
-                f.path: {"kind": f.kind, "session_id": f.session_id, "bytes": f.bytes,
-                         "lines": f.lines, "mtime_ns": f.mtime_ns, "tokens": f.tokens} | f.extra
+                f.path: {
+                    "kind": f.kind,
+                    "session_id": f.session_id,
+                    "bytes": f.bytes,
+                    "lines": f.lines,
+                    "mtime_ns": f.mtime_ns,
+                    "tokens": f.tokens,
+                }
+                | f.extra
                 for f in self.files
             },
         }
         if self.agent == "claude":
             out["naive_per_line"] = dict(zip(keys, self.naive[:4], strict=True)) | {
-                "assistant_lines_with_usage": self.naive[4]}
+                "assistant_lines_with_usage": self.naive[4]
+            }
             out["project_dirs"] = len({f.path.split("/")[0] for f in self.files})
         else:
             out["token_count_events"] = self.naive[4]
@@ -1458,26 +1729,45 @@ def fix_dir_mtimes(root: Path) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="HOME-like output directory")
-    p.add_argument("--size", type=parse_size, default=parse_size("1GB"),
-                   help="approximate total bytes, e.g. 200MB, 1GB (decimal) or 512MiB")
+    p.add_argument(
+        "--size",
+        type=parse_size,
+        default=parse_size("1GB"),
+        help="approximate total bytes, e.g. 200MB, 1GB (decimal) or 512MiB",
+    )
     p.add_argument("--seed", default="20251120")
     p.add_argument("--agent", choices=("claude", "codex", "both"), default="both")
     p.add_argument("--now", default="2025-11-20T00:00:00Z", help="end of the time window (UTC)")
     p.add_argument("--days", type=int, default=90)
-    p.add_argument("--resume-frac", type=float, default=0.05,
-                   help="share of Claude sessions that replay an older session's prefix "
-                        "(and of Codex rollouts resumed later in the same file)")
-    p.add_argument("--partial-usage-frac", type=float, default=0.0,
-                   help="share of multi-line responses whose earlier lines carry a smaller "
-                        "output_tokens than the final line")
+    p.add_argument(
+        "--resume-frac",
+        type=float,
+        default=0.05,
+        help="share of Claude sessions that replay an older session's prefix "
+        "(and of Codex rollouts resumed later in the same file)",
+    )
+    p.add_argument(
+        "--partial-usage-frac",
+        type=float,
+        default=0.0,
+        help="share of multi-line responses whose earlier lines carry a smaller "
+        "output_tokens than the final line",
+    )
     p.add_argument("--subagent-frac", type=float, default=0.05)
     p.add_argument("--legacy-agent-frac", type=float, default=0.01)
-    p.add_argument("--codex-share", type=float, default=0.16,
-                   help="share of --size given to Codex when --agent both")
+    p.add_argument(
+        "--codex-share",
+        type=float,
+        default=0.16,
+        help="share of --size given to Codex when --agent both",
+    )
     p.add_argument("--projects", type=int, default=0, help="0 = scale with size")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    p.add_argument("--force", action="store_true",
-                   help="delete an existing .claude/.codex/manifest under --out first")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="delete an existing .claude/.codex/manifest under --out first",
+    )
     return p
 
 
@@ -1507,11 +1797,19 @@ def main(argv: list[str] | None = None) -> int:
     claude_bytes = args.size - codex_bytes
     n_projects = args.projects or max(3, min(60, round(claude_bytes / 22_000_000)))
     projects = make_projects(rng, pools, n_projects)
-    cfg = Config(out=out, seed=args.seed, now_ms=now_ms, days=args.days,
-                 partial_frac=args.partial_usage_frac, projects=projects, pools=pools)
+    cfg = Config(
+        out=out,
+        seed=args.seed,
+        now_ms=now_ms,
+        days=args.days,
+        partial_frac=args.partial_usage_frac,
+        projects=projects,
+        pools=pools,
+    )
     claude_specs = plan_claude(rng, claude_bytes, args, now_ms, n_projects) if claude_bytes else []
-    codex_specs = (plan_codex(rng, codex_bytes, args, now_ms, [p.cwd for p in projects])
-                   if codex_bytes else [])
+    codex_specs = (
+        plan_codex(rng, codex_bytes, args, now_ms, [p.cwd for p in projects]) if codex_bytes else []
+    )
     _WORKER.update(cfg=cfg, claude=claude_specs, codex=codex_specs)
     tasks = [("claude", i) for i in range(len(claude_specs))]
     tasks += [("codex", i) for i in range(len(codex_specs))]
@@ -1533,21 +1831,28 @@ def main(argv: list[str] | None = None) -> int:
     manifest: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "generator": "bench/gen_corpus.py",
-        "args": {"size": args.size, "seed": args.seed, "agent": args.agent, "now": args.now,
-                 "days": args.days, "resume_frac": args.resume_frac,
-                 "partial_usage_frac": args.partial_usage_frac,
-                 "subagent_frac": args.subagent_frac,
-                 "legacy_agent_frac": args.legacy_agent_frac, "codex_share": args.codex_share,
-                 "projects": n_projects},
+        "args": {
+            "size": args.size,
+            "seed": args.seed,
+            "agent": args.agent,
+            "now": args.now,
+            "days": args.days,
+            "resume_frac": args.resume_frac,
+            "partial_usage_frac": args.partial_usage_frac,
+            "subagent_frac": args.subagent_frac,
+            "legacy_agent_frac": args.legacy_agent_frac,
+            "codex_share": args.codex_share,
+            "projects": n_projects,
+        },
         "rules": {
             "claude": "dedup by (message.id, requestId), keep the max output snapshot; replayed "
-                      "prefixes credited to the file that first wrote them; subagent files "
-                      "credited to their own file, sessionId = parent's; day = UTC day of the "
-                      "response; <synthetic> API-error lines carry zero usage and are skipped",
+            "prefixes credited to the file that first wrote them; subagent files "
+            "credited to their own file, sessionId = parent's; day = UTC day of the "
+            "response; <synthetic> API-error lines carry zero usage and are skipped",
             "codex": "sum of last_token_usage over token_count events whose cumulative total "
-                     "advanced (info:null and re-emits skipped); model = latest turn_context; "
-                     "input_tokens includes cached_input_tokens, output_tokens includes "
-                     "reasoning_output_tokens",
+            "advanced (info:null and re-emits skipped); model = latest turn_context; "
+            "input_tokens includes cached_input_tokens, output_tokens includes "
+            "reasoning_output_tokens",
         },
         "claude_root": ".claude/projects",
         "codex_root": ".codex/sessions",
@@ -1565,8 +1870,11 @@ def main(argv: list[str] | None = None) -> int:
     os.utime(out, ns=(now_ms * 1_000_000, now_ms * 1_000_000))
     dt = time.perf_counter() - t0
     total = sum(a.bytes() for a in aggs.values())
-    print(f"wrote {total / 1e6:.1f} MB in {len(results)} jobs to {out} in {dt:.1f}s "
-          f"({total / 1e6 / dt:.0f} MB/s)", file=sys.stderr)
+    print(
+        f"wrote {total / 1e6:.1f} MB in {len(results)} jobs to {out} in {dt:.1f}s "
+        f"({total / 1e6 / dt:.0f} MB/s)",
+        file=sys.stderr,
+    )
     return 0
 
 

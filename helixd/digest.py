@@ -28,6 +28,7 @@ SCHEMA_VERSION: Final = 1
 SNIPPET_CHARS: Final = 280
 IDLE_CLOSE_MS: Final = 30 * 60 * 1000
 FAIL_STREAK: Final = 3
+DIGEST_BATCH: Final = 200
 
 _NOISE = (
     (re.compile(r"(?:/[\w.\-@]+)+/?"), "<path>"),
@@ -194,10 +195,17 @@ def build(facts: dict[str, Any], tail: dict[str, Any], now: int) -> dict[str, An
 async def analyze(store: Store, session_ids: Iterable[int], now: int) -> int:
     """Rebuild and save the digests of ``session_ids``; returns how many were written."""
     written = 0
+    pending: list[tuple[int, dict[str, Any], bool]] = []
     for sid in session_ids:
         facts = await store.digest_facts(sid)
         tail = await store.digest_tail(sid)
         digest = build(facts, tail, now)
-        await store.save_digest(sid, digest, digest["provisional"], SCHEMA_VERSION)
-        written += 1
+        pending.append((sid, digest, digest["provisional"]))
+        if len(pending) >= DIGEST_BATCH:
+            await store.save_digests(pending, SCHEMA_VERSION)
+            written += len(pending)
+            pending = []
+    if pending:
+        await store.save_digests(pending, SCHEMA_VERSION)
+        written += len(pending)
     return written

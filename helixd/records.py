@@ -60,12 +60,15 @@ class SessionInfo:
 class Event:
     """One normalized session event (spec §4.2).
 
-    ``key`` is the event's natural key inside its session (for Claude: the record uuid and
-    the content-block index), so that replaying the same bytes never duplicates a row.
-    ``parent_key`` names the parent event's key (the turn DAG); the store turns keys into
-    ``seq``/``parent_seq``.  ``body`` is the conversation text kept for search and digests;
-    ``payload`` is a bulky body (tool output, thinking, image) stored separately so it
-    can be dropped on its own.
+    ``key`` is the event's natural key inside its session (for Claude: the record uuid, the
+    content-block index and a checksum of the line), so that replaying the same bytes never
+    duplicates a row while a different record reusing a uuid is still kept.  ``anchor`` is
+    the name other events use to point at this one (Claude: uuid and block index; default:
+    ``key``), and ``parent_key`` names the parent's anchor (the turn DAG); the store turns
+    these into ``seq``/``parent_seq``.  ``body`` is the conversation text kept for search
+    and digests; ``payload`` is a bulky body (tool output, thinking, image): only its size
+    is stored in the event row; the bytes stay in the raw lines, which can be dropped on
+    their own.
     """
 
     session_uid: str
@@ -83,6 +86,7 @@ class Event:
     tokens: int = 0
     is_error: bool = False
     is_sidechain: bool = False
+    anchor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

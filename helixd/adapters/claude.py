@@ -17,8 +17,8 @@ Pure: bytes in, records out.  The rules it follows are in ``../shared/notes/form
 
 from __future__ import annotations
 
-import hashlib
 import re
+import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
@@ -124,13 +124,17 @@ class _FileParse:
         self.ts: int | None = None
         self.offset = 0
         self.sidechain = False
+        self.crc = ""
 
-    def emit(self, key: str, kind: str, parent: str | None, **fields: Any) -> None:
-        """Append an event of the current line (its timestamp, offset, sidechain flag)."""
+    def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None:
+        """Append an event of the current line.  ``name`` (``<uuid>#<block>``) is what
+        children point at; the key adds the line's checksum, so a different record that
+        reuses a uuid is kept while a byte-identical replay is not."""
         self.out.events.append(
             Event(
                 session_uid=self.uid,
-                key=key,
+                key=f"{name}:{self.crc}",
+                anchor=name,
                 kind=kind,
                 ts=self.ts,
                 offset=self.offset,
@@ -141,7 +145,13 @@ class _FileParse:
         )
 
     def rank(self) -> str:
-        return f"{1 if self.is_sub else 0}{self.first_ts or 0:015d}{self.path}"
+        """Who gets the credit for a response seen in several files: main files before
+        subagents, then the file the record natively belongs to (its ``sessionId`` is the
+        file's name: a resume copies records verbatim into a new file), then the earliest
+        first record, then the path."""
+        native = get_str(self.obj, "sessionId") == self.native
+        sub = 1 if self.is_sub else 0
+        return f"{sub}{0 if native else 1}{self.first_ts or 0:015d}{self.path}"
 
     def note_session(self, obj: Mapping[str, Any]) -> None:
         ts = self.ts
@@ -170,8 +180,8 @@ class _FileParse:
         self.obj, self.offset = obj, offset
         self.ts = parse_ts(obj.get("timestamp"))
         self.sidechain = bool(obj.get("isSidechain", False))
-        uuid = get_str(obj, "uuid")
-        key = uuid or "@" + hashlib.blake2b(raw, digest_size=8).hexdigest()
+        self.crc = f"{zlib.crc32(raw):08x}"
+        key = get_str(obj, "uuid") or f"@{len(raw)}"
         parent_uuid = obj.get("parentUuid") or obj.get("logicalParentUuid")
         parent = f"{parent_uuid}#0" if isinstance(parent_uuid, str) else None
         if rtype == "assistant":
@@ -341,32 +351,41 @@ class _FileParse:
             )
 
     def user(self, message: Mapping[str, Any], key: str, parent: str | None) -> None:
+        """A user record: tool results become one event each; the typed prompt (text blocks,
+        pasted images) becomes one message; a record with no content keeps its place in the
+        turn DAG as a lifecycle event."""
         content = message.get("content")
         if not isinstance(content, list):
             text = content if isinstance(content, str) else ""
-            self.user_text(text, f"{key}#0", parent)
+            self.user_text(text, f"{key}#0", parent, [])
             return
         prev = parent
+        texts: list[str] = []
+        extras: list[Any] = []
+        first: int | None = None
         for i, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
-            bkey = f"{key}#{i}"
-            btype = block.get("type")
-            if btype == "tool_result":
+            if block.get("type") == "tool_result":
+                bkey = f"{key}#{i}"
                 self.tool_result(block, bkey, prev)
-            elif btype == "text":
-                self.user_text(get_str(block, "text"), bkey, prev)
+                prev = bkey
+                continue
+            first = i if first is None else first
+            if block.get("type") == "text":
+                texts.append(get_str(block, "text"))
             else:
-                self.emit(
-                    bkey, "user_msg", prev, role="user", summary=f"[{btype}]", payload=dump(block)
-                )
-            prev = bkey
+                extras.append(block)
+        if first is not None:
+            self.user_text("\n".join(texts), f"{key}#{first}", prev, extras)
 
-    def user_text(self, text: str, bkey: str, parent: str | None) -> None:
+    def user_text(self, text: str, bkey: str, parent: str | None, extras: list[Any]) -> None:
         stripped = text.lstrip()
         kind = "user_msg"
-        summary = shorten(text)
-        if stripped.startswith(INTERRUPT_MARKERS):
+        summary = shorten(text) or " ".join(f"[{get_str(b, 'type')}]" for b in extras)
+        if not stripped and not extras:
+            kind, summary = "lifecycle", "empty user record"
+        elif stripped.startswith(INTERRUPT_MARKERS):
             kind = "human_intervention"
         elif self.obj.get("isCompactSummary"):
             kind, summary = "lifecycle", "compaction summary"
@@ -377,7 +396,15 @@ class _FileParse:
         elif "<command-name>" in text:
             found = (_COMMAND_NAME.search(text), _COMMAND_ARGS.search(text))
             summary = shorten(" ".join(m.group(1).strip() for m in found if m))
-        self.emit(bkey, kind, parent, role="user", summary=summary, body=text[:BODY_LIMIT])
+        self.emit(
+            bkey,
+            kind,
+            parent,
+            role="user",
+            summary=summary,
+            body=text[:BODY_LIMIT],
+            payload=dump(extras) if extras else None,
+        )
 
     def tool_result(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
         call_id = get_str(block, "tool_use_id") or None

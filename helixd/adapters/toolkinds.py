@@ -34,8 +34,9 @@ SUMMARY_CHARS: Final = 200
 
 
 def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
-    """First line-ish of ``text``, at most ``limit`` characters."""
-    text = " ".join(text.split())
+    """``text`` with whitespace collapsed, at most ``limit`` characters (only the head of a
+    long text is looked at)."""
+    text = " ".join(text[: limit * 2].split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

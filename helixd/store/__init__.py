@@ -12,9 +12,10 @@ writer overlap without "database is locked" errors.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import aiosqlite
 
@@ -25,6 +26,7 @@ from helixd.store.writer import Batch
 __all__ = ["Batch", "Store", "StoreError"]
 
 BUSY_TIMEOUT_MS = 30_000
+T = TypeVar("T")
 
 
 class StoreError(RuntimeError):
@@ -41,7 +43,18 @@ class Store:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self.db = db
         self.path = path
-        self._writer = writer.Writer(db)
+        self._writer = writer.Writer(db._conn)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the connection's own thread, in one hop.
+
+        aiosqlite sends each statement to its thread separately; a write batch of a dozen
+        statements would then wait a dozen times for the event loop, which during a backfill
+        is busy parsing the next chunk.  ``Connection._execute`` is the primitive every
+        aiosqlite method is built on; it is wrapped here, in one place, and covered by the
+        store tests (``aiosqlite`` is pinned below 1.0 in pyproject.toml)."""
+        result: T = await self.db._execute(fn, *args)  # type: ignore[no-untyped-call]
+        return result
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> Store:
@@ -88,17 +101,17 @@ class Store:
         for name, sql in MIGRATIONS:
             if name in done:
                 continue
-            await self.db.execute("BEGIN IMMEDIATE")
+            # One script, one transaction: a migration applies whole or not at all.
+            script = (
+                f"BEGIN IMMEDIATE;\n{sql}\n;"
+                f"INSERT INTO migrations (name, applied_at) VALUES ('{name}', {now_ms()});"
+                "\nCOMMIT;"
+            )
             try:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        await self.db.execute(statement)
-                await self.db.execute(
-                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_ms())
-                )
-                await self.db.execute("COMMIT")
+                await self.db.executescript(script)
             except BaseException:
-                await self.db.execute("ROLLBACK")
+                if self.db.in_transaction:
+                    await self.db.execute("ROLLBACK")
                 raise
 
     async def close(self) -> None:
@@ -115,16 +128,17 @@ class Store:
     # -- write path ------------------------------------------------------------------------
     async def commit(self, batch: Batch) -> int:
         """Write one batch of records and its cursor in one transaction; returns file id."""
-        return await self._writer.commit(batch, now_ms())
+        return await self.run(self._writer.commit, batch, now_ms())
 
     async def mark_gone(self, path: str) -> bool:
         """Record that a source file vanished (its rows stay); False if already known."""
-        return await self._writer.mark_gone(path, now_ms())
+        return await self.run(self._writer.mark_gone, path, now_ms())
 
-    async def save_digest(
-        self, session_id: int, digest: dict[str, Any], provisional: bool, schema_version: int
+    async def save_digests(
+        self, digests: list[tuple[int, dict[str, Any], bool]], schema_version: int
     ) -> None:
-        await self._writer.save_digest(session_id, digest, provisional, schema_version, now_ms())
+        """Save ``(session_id, digest, provisional)`` triples in one transaction."""
+        await self.run(self._writer.save_digests, digests, schema_version, now_ms())
 
     async def checkpoint(self) -> None:
         await self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

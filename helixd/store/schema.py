@@ -7,9 +7,11 @@ Tables by tier (design spec §3):
 
 * cursors: ``files`` (one row per source file: identity, byte offset, adapter state);
 * Tier 1 (bounded, evictable): ``raw_blocks`` (the source bytes verbatim after secret
-  redaction, zstd-compressed per ingest batch, keyed by file, generation and byte offset),
-  ``bad_lines``, ``events`` (normalized ``SessionEvent`` rows), ``payloads`` (bulky event
-  bodies: tool output, thinking, images; droppable on their own);
+  redaction, zstd-compressed per ingest batch, keyed by file, generation and byte offset) —
+  this is also the blob store behind each event's payload reference: bulky bodies (tool
+  output, thinking, images) live only there and go when the raw blocks go, while the light
+  ``events`` rows (normalized ``SessionEvent``: summary and conversation text) stay;
+  ``bad_lines``;
 * Tier 2 (durable, small): ``sessions``, ``usage`` (deduplicated usage facts, one per
   API response), ``digests`` (spec §11.2 JSON).
 """
@@ -110,6 +112,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             seq INTEGER NOT NULL,
             parent_seq INTEGER,
             ekey INTEGER NOT NULL,
+            akey INTEGER,
             ts INTEGER,
             kind TEXT NOT NULL,
             role TEXT,
@@ -120,21 +123,13 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             tokens INTEGER NOT NULL DEFAULT 0,
             is_error INTEGER NOT NULL DEFAULT 0,
             is_sidechain INTEGER NOT NULL DEFAULT 0,
+            payload_bytes INTEGER NOT NULL DEFAULT 0,
             file_id INTEGER,
             offset INTEGER,
             UNIQUE (session_id, ekey)
         );
         CREATE INDEX events_seq ON events (session_id, seq);
-
-        CREATE TABLE payloads (
-            id INTEGER PRIMARY KEY,
-            session_id INTEGER NOT NULL,
-            ekey INTEGER NOT NULL,
-            size INTEGER NOT NULL,
-            compressed INTEGER NOT NULL,
-            data BLOB NOT NULL,
-            UNIQUE (session_id, ekey)
-        );
+        CREATE INDEX events_anchor ON events (session_id, akey);
 
         CREATE TABLE usage (
             key INTEGER PRIMARY KEY,
@@ -150,6 +145,15 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             reasoning INTEGER NOT NULL
         );
         CREATE INDEX usage_session ON usage (session_id);
+        -- A response's credit moving to an earlier-ranked session changes the session that
+        -- lost it too: its digest must be rebuilt.
+        CREATE TRIGGER usage_credit_moved AFTER UPDATE OF session_id ON usage
+        WHEN OLD.session_id != NEW.session_id
+        BEGIN
+            UPDATE sessions
+            SET changed_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+            WHERE id = OLD.session_id;
+        END;
         CREATE INDEX usage_ts ON usage (ts);
 
         CREATE TABLE digests (

@@ -11,21 +11,19 @@ from the adapter's parent key (the turn DAG).
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Final
 
-import aiosqlite
 import orjson
 import zstandard
 
 from helixd.records import Cursor, Event, Parsed, SessionInfo
 
 RAW_LEVEL: Final = 3
-PAYLOAD_LEVEL: Final = 3
-PAYLOAD_COMPRESS_MIN: Final = 256
 IN_CHUNK: Final = 500
 MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
 
@@ -52,24 +50,11 @@ class Batch:
     redactions: int = 0
     replace_events: bool = False
     raw_z: bytes | None = None
-    payloads_z: list[tuple[bytes, int]] | None = None
 
     def prepare(self) -> None:
-        """Compress the raw bytes and payloads (CPU work that releases the GIL)."""
-        cctx = zstandard.ZstdCompressor(level=RAW_LEVEL)
+        """Compress the raw bytes (CPU work that releases the GIL)."""
         if self.raw_z is None and self.raw:
-            self.raw_z = cctx.compress(self.raw)
-        if self.payloads_z is None:
-            pctx = zstandard.ZstdCompressor(level=PAYLOAD_LEVEL)
-            out: list[tuple[bytes, int]] = []
-            for ev in self.parsed.events:
-                if ev.payload is None:
-                    continue
-                if len(ev.payload) >= PAYLOAD_COMPRESS_MIN:
-                    out.append((pctx.compress(ev.payload), 1))
-                else:
-                    out.append((ev.payload, 0))
-            self.payloads_z = out
+            self.raw_z = zstandard.ZstdCompressor(level=RAW_LEVEL).compress(self.raw)
 
 
 def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
@@ -144,11 +129,19 @@ ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = exclude
 """
 )
 
-_INSERT_EVENT: Final = """
-INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, ts, kind, role, tool, call_id,
-    summary, body, tokens, is_error, is_sidechain, file_id, offset)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
+_EVENT_CONTENT: Final = (
+    "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
+    " payload_bytes, file_id, offset"
+)
+_INSERT_EVENT: Final = (
+    f"INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, akey, {_EVENT_CONTENT})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_EVENT: Final = (
+    "UPDATE events SET "
+    + ", ".join(f"{c.strip()} = ?" for c in _EVENT_CONTENT.split(","))
+    + " WHERE session_id = ? AND ekey = ?"
+)
 
 
 def repo_of(cwd: Any) -> str | None:
@@ -161,34 +154,34 @@ def repo_of(cwd: Any) -> str | None:
 
 
 class Writer:
-    """Owns the write statements.  Not safe for concurrent use: one writer per store."""
+    """Owns the write statements.  Synchronous: every method runs on the store
+    connection's own thread (``Store.run``), so a whole batch costs one hop from the event
+    loop and the loop never waits for a statement.  One writer per store."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self.db = db
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
 
-    async def commit(self, batch: Batch, now: int) -> int:
+    def commit(self, batch: Batch, now: int) -> int:
         batch.prepare()
-        await self.db.execute("BEGIN IMMEDIATE")
+        self.con.execute("BEGIN IMMEDIATE")
         try:
-            file_id = await self._write(batch, now)
-            await self.db.execute("COMMIT")
+            file_id = self._write(batch, now)
+            self.con.execute("COMMIT")
         except BaseException:
-            await self.db.execute("ROLLBACK")
+            self.con.execute("ROLLBACK")
             raise
         return file_id
 
-    async def _write(self, batch: Batch, now: int) -> int:
+    def _write(self, batch: Batch, now: int) -> int:
         c, p = batch.cursor, batch.parsed
-        file_id = await self._upsert_file(c, now)
+        file_id = self._upsert_file(c, now)
         own_uid = (
             p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
         )
-        ids = await self._upsert_sessions(p, c, own_uid, now)
-        await self._insert_events(
-            p.events, ids, file_id, batch.payloads_z or [], now, batch.replace_events
-        )
+        ids = self._upsert_sessions(p, c, own_uid, now)
+        self._insert_events(p.events, ids, file_id, now, batch.replace_events)
         if p.usage:
-            await self.db.executemany(
+            self.con.executemany(
                 _UPSERT_USAGE,
                 [
                     (
@@ -208,18 +201,18 @@ class Writer:
                 ],
             )
         if batch.raw_z is not None:
-            await self.db.execute(
+            self.con.execute(
                 "INSERT OR IGNORE INTO raw_blocks (file_id, generation, start, end, lines, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (file_id, c.generation, batch.start, c.offset, p.lines, batch.raw_z),
             )
         if p.bad:
-            await self.db.executemany(
+            self.con.executemany(
                 "INSERT OR IGNORE INTO bad_lines (file_id, generation, offset, length, reason)"
                 " VALUES (?, ?, ?, ?, ?)",
                 [(file_id, c.generation, b.offset, b.length, b.reason[:500]) for b in p.bad],
             )
-        await self.db.execute(
+        self.con.execute(
             "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
             " unknown_records = unknown_records + ?, redactions = redactions + ?,"
             " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id) WHERE id = ?",
@@ -235,7 +228,7 @@ class Writer:
         )
         return file_id
 
-    async def _upsert_file(self, c: Cursor, now: int) -> int:
+    def _upsert_file(self, c: Cursor, now: int) -> int:
         params = (
             c.agent,
             c.path,
@@ -253,14 +246,14 @@ class Writer:
             now,
         )
         if c.file_id is not None:
-            await self.db.execute(
+            self.con.execute(
                 "UPDATE files SET agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?,"
                 " offset=?, head_hash=?, head_len=?, generation=?, adapter_version=?, state=?,"
                 " updated_at=?, gone_at=NULL WHERE id=?",
                 (*params, c.file_id),
             )
             return c.file_id
-        async with self.db.execute(
+        row = self.con.execute(
             "INSERT INTO files (agent, path, root, dev, ino, size, mtime_ns, offset, head_hash,"
             " head_len, generation, adapter_version, state, updated_at, first_seen_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -271,12 +264,11 @@ class Writer:
             " adapter_version=excluded.adapter_version, state=excluded.state,"
             " updated_at=excluded.updated_at, gone_at=NULL RETURNING id",
             (*params, now),
-        ) as cur:
-            row = await cur.fetchone()
+        ).fetchone()
         assert row is not None
         return int(row[0])
 
-    async def _upsert_sessions(
+    def _upsert_sessions(
         self, p: Parsed, c: Cursor, own_uid: str | None, now: int
     ) -> dict[str, int]:
         merged = _merge_infos(p.sessions)
@@ -304,167 +296,123 @@ class Writer:
                 "source_path": c.path if uid == own_uid else None,
                 "now": now,
             }
-            async with self.db.execute(_UPSERT_SESSION, params) as cur:
-                found = await cur.fetchone()
+            found = self.con.execute(_UPSERT_SESSION, params).fetchone()
             assert found is not None
             ids[uid] = int(found[0])
         return ids
 
-    async def _existing_seqs(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
+    def _existing(self, session_id: int, column: str, keys: Sequence[int]) -> dict[int, int]:
+        """``{key: seq}`` of the session's events whose ``column`` (ekey or akey) is in
+        ``keys`` (the earliest event for an anchor)."""
         found: dict[int, int] = {}
-        for i in range(0, len(keys), IN_CHUNK):
-            part = keys[i : i + IN_CHUNK]
+        unique = list(set(keys))
+        for i in range(0, len(unique), IN_CHUNK):
+            part = unique[i : i + IN_CHUNK]
             marks = ",".join("?" * len(part))
-            async with self.db.execute(
-                f"SELECT ekey, seq FROM events WHERE session_id = ? AND ekey IN ({marks})",
+            rows = self.con.execute(
+                f"SELECT {column}, min(seq) FROM events WHERE session_id = ?"
+                f" AND {column} IN ({marks}) GROUP BY {column}",
                 (session_id, *part),
-            ) as cur:
-                found.update({int(k): int(s) for k, s in await cur.fetchall()})
+            ).fetchall()
+            found.update({int(k): int(s) for k, s in rows})
         return found
 
-    async def _insert_events(
-        self,
-        events: Sequence[Event],
-        ids: dict[str, int],
-        file_id: int,
-        payloads_z: Sequence[tuple[bytes, int]],
-        now: int,
-        replace: bool,
-    ) -> None:
-        by_session: dict[int, list[tuple[Event, bytes, int] | tuple[Event, None, int]]] = (
-            defaultdict(list)
-        )
-        payload_iter = iter(payloads_z)
-        for ev in events:
-            if ev.payload is not None:
-                data, compressed = next(payload_iter)
-                by_session[ids[ev.session_uid]].append((ev, data, compressed))
-            else:
-                by_session[ids[ev.session_uid]].append((ev, None, 0))
-        for session_id, items in by_session.items():
-            await self._insert_session_events(session_id, items, file_id, now, replace)
-
-    async def _insert_session_events(
-        self,
-        session_id: int,
-        items: Sequence[tuple[Event, bytes | None, int]],
-        file_id: int,
-        now: int,
-        replace: bool,
-    ) -> None:
-        keys = [key64(ev.key) for ev, _, _ in items]
-        parents = [key64(ev.parent_key) if ev.parent_key else None for ev, _, _ in items]
-        wanted = list({*keys, *(k for k in parents if k is not None)})
-        seen = await self._existing_seqs(session_id, wanted)
-        async with self.db.execute(
+    def _next_seq(self, session_id: int) -> int:
+        row = self.con.execute(
             "SELECT next_seq FROM sessions WHERE id = ?", (session_id,)
-        ) as cur:
-            row = await cur.fetchone()
-        next_seq = int(row[0]) if row else 0
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _insert_events(
+        self, events: Sequence[Event], ids: dict[str, int], file_id: int, now: int, replace: bool
+    ) -> None:
+        by_session: dict[int, list[Event]] = defaultdict(list)
+        for ev in events:
+            by_session[ids[ev.session_uid]].append(ev)
+        for session_id, items in by_session.items():
+            self._insert_session_events(session_id, items, file_id, now, replace)
+
+    def _insert_session_events(
+        self, session_id: int, items: Sequence[Event], file_id: int, now: int, replace: bool
+    ) -> None:
+        """New events get the next ``seq``; a key already stored is skipped (or, for files
+        rewritten whole, its content is replaced and its ``seq`` kept)."""
+        keys = [key64(ev.key) for ev in items]
+        anchors = [key64(ev.anchor) if ev.anchor else k for ev, k in zip(items, keys, strict=True)]
+        parents = [key64(ev.parent_key) if ev.parent_key else None for ev in items]
+        seen = self._existing(session_id, "ekey", keys)
+        found_anchors = self._existing(session_id, "akey", [p for p in parents if p is not None])
+        next_seq = self._next_seq(session_id)
         rows: list[tuple[Any, ...]] = []
-        payload_rows: list[tuple[Any, ...]] = []
-        messages = 0
         updates: list[tuple[Any, ...]] = []
+        messages = 0
         done: set[int] = set()
-        for (ev, data, compressed), key, parent in zip(items, keys, parents, strict=True):
+        for ev, key, anchor, parent in zip(items, keys, anchors, parents, strict=True):
+            content = (
+                ev.ts,
+                ev.kind,
+                ev.role,
+                ev.tool,
+                ev.call_id,
+                ev.summary,
+                ev.body or None,
+                ev.tokens,
+                int(ev.is_error),
+                int(ev.is_sidechain),
+                len(ev.payload or b""),
+                file_id,
+                ev.offset,
+            )
             if key in seen:
                 if replace and key not in done:
-                    done.add(key)
-                    updates.append(
-                        (
-                            ev.ts,
-                            ev.kind,
-                            ev.role,
-                            ev.tool,
-                            ev.call_id,
-                            ev.summary,
-                            ev.body or None,
-                            ev.tokens,
-                            int(ev.is_error),
-                            file_id,
-                            ev.offset,
-                            session_id,
-                            key,
-                        )
-                    )
-                    if data is not None and ev.payload is not None:
-                        payload_rows.append((session_id, key, len(ev.payload), compressed, data))
+                    updates.append((*content, session_id, key))
+                done.add(key)
                 continue
             done.add(key)
-            seq = next_seq
+            seen[key] = seq = next_seq
             next_seq += 1
-            seen[key] = seq
-            rows.append(
-                (
-                    session_id,
-                    seq,
-                    seen.get(parent) if parent is not None else None,
-                    key,
-                    ev.ts,
-                    ev.kind,
-                    ev.role,
-                    ev.tool,
-                    ev.call_id,
-                    ev.summary,
-                    ev.body or None,
-                    ev.tokens,
-                    int(ev.is_error),
-                    int(ev.is_sidechain),
-                    file_id,
-                    ev.offset,
-                )
-            )
-            if ev.kind in MESSAGE_KINDS:
-                messages += 1
-            if data is not None and ev.payload is not None:
-                payload_rows.append((session_id, key, len(ev.payload), compressed, data))
+            found_anchors.setdefault(anchor, seq)
+            parent_seq = found_anchors.get(parent) if parent is not None else None
+            rows.append((session_id, seq, parent_seq, key, anchor, *content))
+            messages += ev.kind in MESSAGE_KINDS
         if rows:
-            await self.db.executemany(_INSERT_EVENT, rows)
+            self.con.executemany(_INSERT_EVENT, rows)
         if updates:
-            await self.db.executemany(
-                "UPDATE events SET ts=?, kind=?, role=?, tool=?, call_id=?, summary=?, body=?,"
-                " tokens=?, is_error=?, file_id=?, offset=? WHERE session_id=? AND ekey=?",
-                updates,
-            )
-        if payload_rows:
-            await self.db.executemany(
-                "INSERT OR REPLACE INTO payloads (session_id, ekey, size, compressed, data)"
-                " VALUES (?, ?, ?, ?, ?)",
-                payload_rows,
-            )
-        await self.db.execute(
+            self.con.executemany(_UPDATE_EVENT, updates)
+        self.con.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
             (next_seq, len(rows), messages, now, session_id),
         )
 
-    async def mark_gone(self, path: str, now: int) -> bool:
-        async with self.db.execute(
-            "UPDATE files SET gone_at = ? WHERE path = ? AND gone_at IS NULL", (now, path)
-        ) as cur:
-            return cur.rowcount > 0
+    def mark_gone(self, path: str, now: int) -> bool:
+        return (
+            self.con.execute(
+                "UPDATE files SET gone_at = ? WHERE path = ? AND gone_at IS NULL", (now, path)
+            ).rowcount
+            > 0
+        )
 
-    async def save_digest(
-        self,
-        session_id: int,
-        digest: dict[str, Any],
-        provisional: bool,
-        schema_version: int,
-        now: int,
+    def save_digests(
+        self, digests: Sequence[tuple[int, dict[str, Any], bool]], schema_version: int, now: int
     ) -> None:
-        await self.db.execute("BEGIN IMMEDIATE")
+        self.con.execute("BEGIN IMMEDIATE")
         try:
-            await self.db.execute(
+            self.con.executemany(
                 "INSERT INTO digests (session_id, schema_version, built_at, provisional, json)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
                 " schema_version = excluded.schema_version, built_at = excluded.built_at,"
                 " provisional = excluded.provisional, json = excluded.json",
-                (session_id, schema_version, now, int(provisional), orjson.dumps(digest)),
+                [
+                    (sid, schema_version, now, int(prov), orjson.dumps(d))
+                    for sid, d, prov in digests
+                ],
             )
-            await self.db.execute(
-                "UPDATE sessions SET analyzed_at = ? WHERE id = ?", (now, session_id)
+            self.con.executemany(
+                "UPDATE sessions SET analyzed_at = ? WHERE id = ?",
+                [(now, sid) for sid, _, _ in digests],
             )
-            await self.db.execute("COMMIT")
+            self.con.execute("COMMIT")
         except BaseException:
-            await self.db.execute("ROLLBACK")
+            self.con.execute("ROLLBACK")
             raise
