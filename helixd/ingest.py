@@ -234,7 +234,12 @@ class Ingestor:
         new_head = head_of(f, min(size, HEAD_BYTES))
         ctx = FileContext(src.path, src.rel, _read_sidecar(src))
         stats.files_read += 1
-        read_size = self.chunk_bytes
+        whole = src.adapter.whole_file(src.rel)
+        # A document rewritten whole is parsed in one piece (up to the line cap).
+        base_read = (
+            min(max(size, self.chunk_bytes), self.max_line_bytes) if whole else (self.chunk_bytes)
+        )
+        read_size = base_read
         wrote = False
         while offset < size:
             data = read_at(f, offset, min(read_size, size - offset))
@@ -282,7 +287,7 @@ class Ingestor:
                 _account(stats, parsed, consumed, 0)
                 offset += consumed
                 continue
-            read_size = self.chunk_bytes
+            read_size = base_read
             redacted, n_secrets = redact(data[:cut])
             parsed = src.adapter.parse(Chunk(redacted, offset, at_eof, ctx), state)
             if parsed.consumed == 0:

@@ -28,7 +28,8 @@ def snapshot(db: Path) -> dict[str, Any]:
                 (uid[r[0]], *r[1:])
                 for r in q(
                     "SELECT session_id, seq, parent_seq, ekey, ts, kind, role, tool, call_id,"
-                    " summary, body, tokens, is_error, is_sidechain, payload_bytes, offset FROM events"
+                    " summary, body, tokens, is_error, is_sidechain, payload_bytes, offset"
+                    " FROM events"
                 )
             ),
             "usage": sorted(

@@ -181,25 +181,14 @@ class Writer:
         ids = self._upsert_sessions(p, c, own_uid, now)
         self._insert_events(p.events, ids, file_id, now, batch.replace_events)
         if p.usage:
-            self.con.executemany(
-                _UPSERT_USAGE,
-                [
-                    (
-                        key64(u.dedup_key),
-                        ids[u.session_uid],
-                        u.rank,
-                        u.ts,
-                        u.model,
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.cache_read_tokens,
-                        u.cache_write_5m_tokens,
-                        u.cache_write_1h_tokens,
-                        u.reasoning_tokens,
-                    )
-                    for u in p.usage
-                ],
+            self._write_usage(p, ids)
+        if batch.replace_events and batch.start == 0 and c.generation > 0:
+            # A file rewritten whole: the new copy supersedes the older generations.
+            self.con.execute(
+                "DELETE FROM raw_blocks WHERE file_id = ? AND generation < ?",
+                (file_id, c.generation),
             )
+            self.con.execute("UPDATE files SET raw_bytes = 0 WHERE id = ?", (file_id,))
         if batch.raw_z is not None:
             self.con.execute(
                 "INSERT OR IGNORE INTO raw_blocks (file_id, generation, start, end, lines, data)"
@@ -227,6 +216,30 @@ class Writer:
             ),
         )
         return file_id
+
+    def _write_usage(self, p: Parsed, ids: dict[str, int]) -> None:
+        """Merging facts take the max of each counter; replacing facts (``replace=True``)
+        overwrite, in order, so the last one of a batch wins."""
+        for replace, sql in ((False, _UPSERT_USAGE), (True, _REPLACE_USAGE)):
+            rows = [
+                (
+                    key64(u.dedup_key),
+                    ids[u.session_uid],
+                    u.rank,
+                    u.ts,
+                    u.model,
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_5m_tokens,
+                    u.cache_write_1h_tokens,
+                    u.reasoning_tokens,
+                )
+                for u in p.usage
+                if u.replace is replace
+            ]
+            if rows:
+                self.con.executemany(sql, rows)
 
     def _upsert_file(self, c: Cursor, now: int) -> int:
         params = (
