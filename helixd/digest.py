@@ -28,7 +28,7 @@ SCHEMA_VERSION: Final = 1
 SNIPPET_CHARS: Final = 280
 IDLE_CLOSE_MS: Final = 30 * 60 * 1000
 FAIL_STREAK: Final = 3
-DIGEST_BATCH: Final = 200
+DIGEST_BATCH: Final = 500
 
 _NOISE = (
     (re.compile(r"(?:/[\w.\-@]+)+/?"), "<path>"),
@@ -122,9 +122,10 @@ def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
 
-def build(facts: dict[str, Any], tail: dict[str, Any], now: int) -> dict[str, Any]:
-    """The digest of one session from ``Store.digest_facts`` and ``tail`` (the kinds of the
-    last events and whether the last tool results failed)."""
+def build(facts: dict[str, Any], now: int) -> dict[str, Any]:
+    """The digest of one session from its ``Store.digest_facts`` entry (``tail`` holds the
+    kinds of its last events and whether its last tool results failed)."""
+    tail = facts["tail"]
     s = facts["session"]
     kinds: dict[str, int] = facts["kinds"]
     span_lo, span_hi = facts["span"] or (None, None)
@@ -194,18 +195,10 @@ def build(facts: dict[str, Any], tail: dict[str, Any], now: int) -> dict[str, An
 
 async def analyze(store: Store, session_ids: Iterable[int], now: int) -> int:
     """Rebuild and save the digests of ``session_ids``; returns how many were written."""
-    written = 0
-    pending: list[tuple[int, dict[str, Any], bool]] = []
-    for sid in session_ids:
-        facts = await store.digest_facts(sid)
-        tail = await store.digest_tail(sid)
-        digest = build(facts, tail, now)
-        pending.append((sid, digest, digest["provisional"]))
-        if len(pending) >= DIGEST_BATCH:
-            await store.save_digests(pending, SCHEMA_VERSION)
-            written += len(pending)
-            pending = []
-    if pending:
-        await store.save_digests(pending, SCHEMA_VERSION)
-        written += len(pending)
-    return written
+    ids = list(session_ids)
+    for i in range(0, len(ids), DIGEST_BATCH):
+        part = ids[i : i + DIGEST_BATCH]
+        facts = await store.digest_facts(part)
+        built = [(sid, build(f, now)) for sid, f in facts.items()]
+        await store.save_digests([(sid, d, d["provisional"]) for sid, d in built], SCHEMA_VERSION)
+    return len(ids)

@@ -12,14 +12,14 @@ writer overlap without "database is locked" errors.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import aiosqlite
 
-from helixd.store import reader, writer
+from helixd.store import facts, reader, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
@@ -161,11 +161,9 @@ class Store:
     async def digest(self, session_id: int) -> dict[str, Any] | None:
         return await reader.digest(self.db, session_id)
 
-    async def digest_facts(self, session_id: int) -> dict[str, Any]:
-        return await reader.digest_facts(self.db, session_id)
-
-    async def digest_tail(self, session_id: int) -> dict[str, Any]:
-        return await reader.digest_tail(self.db, session_id)
+    async def digest_facts(self, session_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """What the digests of ``session_ids`` are built from (one hop, grouped scans)."""
+        return await self.run(facts.digest_facts, self.db._conn, session_ids)
 
     async def session_ids_changed_since_analysis(self) -> list[int]:
         return await reader.changed_since_analysis(self.db)

@@ -54,7 +54,7 @@ async def cursor_by_identity(db: aiosqlite.Connection, dev: int, ino: int) -> li
         return [_cursor(row) for row in await cur.fetchall()]
 
 
-def _session(row: Any) -> dict[str, Any]:
+def session_row(row: Any) -> dict[str, Any]:
     return dict(zip(_SESSION_NAMES, row, strict=True))
 
 
@@ -76,7 +76,7 @@ async def sessions(
     if limit:
         sql += f" LIMIT {int(limit)}"
     async with db.execute(sql, params) as cur:
-        return [_session(row) for row in await cur.fetchall()]
+        return [session_row(row) for row in await cur.fetchall()]
 
 
 async def find_sessions(db: aiosqlite.Connection, query: str, limit: int) -> list[dict[str, Any]]:
@@ -89,14 +89,14 @@ async def find_sessions(db: aiosqlite.Connection, query: str, limit: int) -> lis
         async with db.execute(sql, (query,)) as cur:
             rows = await cur.fetchall()
         if rows:
-            return [_session(r) for r in rows]
+            return [session_row(r) for r in rows]
     upper = query + "\U0010ffff"
     async with db.execute(
         f"SELECT {SESSION_COLS} FROM sessions WHERE (uid >= ? AND uid < ?)"
         f" OR (native_id >= ? AND native_id < ?) ORDER BY uid LIMIT ?",
         (query, upper, query, upper, limit),
     ) as cur:
-        return [_session(r) for r in await cur.fetchall()]
+        return [session_row(r) for r in await cur.fetchall()]
 
 
 async def digest(db: aiosqlite.Connection, session_id: int) -> dict[str, Any] | None:
@@ -141,85 +141,6 @@ def _usage(row: Any) -> dict[str, int]:
     }
 
 
-async def digest_facts(db: aiosqlite.Connection, session_id: int) -> dict[str, Any]:
-    """Everything ``helixd.digest.build`` needs about one session, in a few range scans."""
-    srow = await _one(db, f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
-    session = _session(srow)
-    kinds = dict(
-        await _all(
-            db,
-            "SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind",
-            (session_id,),
-        )
-    )
-    tools = dict(
-        await _all(
-            db,
-            "SELECT tool, count(*) FROM events WHERE session_id = ? AND"
-            " kind = 'tool_call' GROUP BY tool",
-            (session_id,),
-        )
-    )
-    first = await _one(
-        db,
-        "SELECT summary, body FROM events WHERE session_id = ? AND"
-        " kind = 'user_msg' ORDER BY seq LIMIT 1",
-        (session_id,),
-    )
-    last = await _one(
-        db,
-        "SELECT summary, body FROM events WHERE session_id = ? AND"
-        " kind = 'assistant_msg' ORDER BY seq DESC LIMIT 1",
-        (session_id,),
-    )
-    span = await _one(db, "SELECT min(ts), max(ts) FROM events WHERE session_id = ?", (session_id,))
-    errors = await _all(
-        db,
-        "SELECT tool, body, summary FROM events WHERE session_id = ? AND"
-        " kind = 'error' ORDER BY seq",
-        (session_id,),
-    )
-    retries = await _all(
-        db,
-        "SELECT kind, tool, summary, is_error FROM events WHERE"
-        " session_id = ?"
-        " AND kind IN ('tool_call', 'tool_result') ORDER BY seq",
-        (session_id,),
-    )
-    own = _usage(await _one(db, _USAGE_SUM + " WHERE session_id = ?", (session_id,)))
-    by_model = await _all(
-        db,
-        "SELECT model, count(*), sum(input), sum(output), sum(cache_read),"
-        " sum(cache_write_5m), sum(cache_write_1h), sum(reasoning)"
-        " FROM usage WHERE session_id = ? GROUP BY model",
-        (session_id,),
-    )
-    children = await _all(
-        db, "SELECT id, uid FROM sessions WHERE parent_uid = ? ORDER BY uid", (session["uid"],)
-    )
-    child_ids = tuple(int(c[0]) for c in children)
-    sub = _usage((0, 0, 0, 0, 0, 0, 0))
-    if child_ids:
-        marks = ",".join("?" * len(child_ids))
-        sub = _usage(await _one(db, _USAGE_SUM + f" WHERE session_id IN ({marks})", child_ids))
-    problems = await file_problems(db, session_id)
-    return {
-        "session": session,
-        "kinds": kinds,
-        "tools": tools,
-        "first": first,
-        "last": last,
-        "span": span,
-        "errors": errors,
-        "tool_sequence": retries,
-        "usage": own,
-        "usage_by_model": {r[0]: _usage(r[1:]) for r in by_model},
-        "subagents": [c[1] for c in children],
-        "subagent_usage": sub,
-        "problems": problems,
-    }
-
-
 async def file_problems(db: aiosqlite.Connection, session_id: int) -> dict[str, int]:
     row = await _one(
         db,
@@ -261,25 +182,4 @@ async def totals(db: aiosqlite.Connection) -> dict[str, Any]:
         "lines": files[2],
         "malformed_lines": files[3],
         "raw_bytes_stored": files[4],
-    }
-
-
-_TAIL_KINDS: Final = (
-    "('user_msg', 'assistant_msg', 'human_intervention', 'tool_call', 'tool_result')"
-)
-
-
-async def digest_tail(db: aiosqlite.Connection, session_id: int, n: int = 20) -> dict[str, Any]:
-    """The kinds of the session's last ``n`` conversational events, oldest first, and the
-    error flags of the tool results among them (for the outcome rule)."""
-    rows = await _all(
-        db,
-        "SELECT kind, is_error FROM events WHERE session_id = ? AND kind IN "
-        f"{_TAIL_KINDS} ORDER BY seq DESC LIMIT ?",
-        (session_id, n),
-    )
-    rows.reverse()
-    return {
-        "kinds": [r[0] for r in rows],
-        "errors": [bool(r[1]) for r in rows if r[0] == "tool_result"],
     }
