@@ -1,10 +1,18 @@
-"""The use case: file -> cursor -> bounded read -> redact -> parse -> store, one batch at a time.
+"""The use case: files -> cursor -> bounded reads -> redact -> parse -> store, batch by batch.
 
-``Ingestor.ingest_file`` reads one source from its persisted cursor to the last complete
-line, in chunks of ``chunk_bytes`` so that one huge file cannot starve the others, and hands
-each chunk's records plus the cursor after it to the store as one transaction.  Parsing
-(main thread) and committing (aiosqlite's thread, compression in a worker) overlap through
-a small queue.  ``backfill`` does that for every file under every adapter root.
+A pipeline in three stages, so that two cores are used:
+
+1. **plan** (this thread): for each file, decide where to resume (``tailer.resume_offset``:
+   the cursor, or 0 for a truncated/replaced file) and cut it into pieces that end on line
+   boundaries (``tailer.read_pieces``) — a few pieces ahead of the parser;
+2. **redact** (in a thread: the scan does not hold the GIL): secrets are masked in place,
+   a few pieces ahead of the parser;
+3. **parse and commit**: the adapter turns the redacted piece into records; a writer task
+   compresses the raw bytes (zstd releases the GIL) and commits records and cursor in one
+   transaction on the store's thread.
+
+Each file's pieces are parsed in order with the adapter state carried along; a crash
+leaves whole batches only, and natural keys make any replay harmless.
 """
 
 from __future__ import annotations
@@ -13,8 +21,9 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -27,16 +36,20 @@ from helixd.store import Batch, Store
 from helixd.tailer import (
     HEAD_BYTES,
     FileStat,
+    Piece,
     fingerprint,
     head_of,
     read_at,
+    read_pieces,
     resume_offset,
     stat_file,
     unchanged,
 )
 
 SIDECAR_MAX: Final = 64 * 1024
-QUEUE_DEPTH: Final = 3
+QUEUE_DEPTH: Final = 2
+LOOKAHEAD: Final = 3
+INLINE_REDACT: Final = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,24 +115,76 @@ def discover(roots: Iterable[tuple[Adapter, Path]]) -> Iterator[Source]:
                     yield Source(adapter, root_s, path, rel)
 
 
-class _Writer:
-    """Commits batches in order on a background task while the caller parses the next."""
+@dataclass(slots=True)
+class _FileRun:
+    """One file being read: where it resumed and what the parser has carried so far."""
 
-    def __init__(self, store: Store, stats: IngestStats) -> None:
+    src: Source
+    st: FileStat
+    previous: Cursor | None
+    generation: int
+    head_hash: bytes
+    head_len: int
+    ctx: FileContext
+    state: dict[str, Any]
+    offset: int
+    wrote: bool = False
+    stalled: bool = False
+    moved: bool = False
+
+    def cursor(self, offset: int, seen: int) -> Cursor:
+        """The cursor after a batch.  ``size`` records how much of the file was examined:
+        all of it once a read reached its end, else only up to the batch, so that a run
+        killed between two batches is never mistaken for an unchanged file."""
+        st, src = self.st, self.src
+        return Cursor(
+            path=src.path,
+            agent=src.adapter.name,
+            root=src.root,
+            dev=st.dev,
+            ino=st.ino,
+            size=seen,
+            mtime_ns=st.mtime_ns,
+            offset=offset,
+            head_hash=self.head_hash,
+            head_len=self.head_len,
+            generation=self.generation,
+            adapter_version=src.adapter.version,
+            state=self.state,
+            file_id=self.previous.file_id if self.previous else None,
+        )
+
+
+@dataclass(slots=True)
+class _Planned:
+    run: _FileRun
+    piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
+    redacted: Awaitable[tuple[bytes, int]] | None = None
+    raw_z: bytes | None = None
+
+
+class _Writer:
+    """Commits batches in order on a background task while the caller parses the next.
+
+    A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
+    it is queued, so compression of one batch overlaps the commit of the one before."""
+
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.stats = stats
-        self.queue: asyncio.Queue[Batch | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
-        while (batch := await self.queue.get()) is not None:
-            await asyncio.to_thread(batch.prepare)
+        while (item := await self.queue.get()) is not None:
+            batch, prepared = item
+            await prepared
             await self.store.commit(batch)
 
     async def put(self, batch: Batch) -> None:
         if self.task.done():
             self.task.result()  # re-raise the writer's failure in the producer
-        await self.queue.put(batch)
+        prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
+        await self.queue.put((batch, prepared))
         await asyncio.sleep(0)
 
     async def close(self) -> None:
@@ -129,6 +194,9 @@ class _Writer:
 
 
 class Ingestor:
+    """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
+    ``max_line_bytes`` are kept raw without being parsed."""
+
     def __init__(
         self, store: Store, *, chunk_bytes: int = 4 << 20, max_line_bytes: int = 64 << 20
     ) -> None:
@@ -143,29 +211,19 @@ class Ingestor:
         started = time.perf_counter()
         stats = IngestStats()
         cursors = await self.store.cursors()
-        todo: list[tuple[Source, FileStat, Cursor | None]] = []
+        todo: list[tuple[Source, Cursor | None]] = []
         seen: set[str] = set()
+        total = 0
         for src in sources:
             stats.files_seen += 1
             seen.add(src.path)
             st = stat_file(src.path)
             cur = cursors.get(src.path)
-            if st is None:
-                continue
-            if not unchanged(cur, st):
-                todo.append((src, st, cur))
-        total = sum(max(st.size - (c.offset if c else 0), 0) for _, st, c in todo)
-        writer = _Writer(self.store, stats)
-        done = 0
-        try:
-            for src, _st, cur in todo:
-                before = stats.bytes_read
-                await self._ingest(src, cur, writer, stats)
-                done += stats.bytes_read - before
-                if progress:
-                    progress(done, total)
-        finally:
-            await writer.close()
+            if st is not None and not unchanged(cur, st):
+                todo.append((src, cur))
+                total += max(st.size - (cur.offset if cur else 0), 0)
+        by_identity = {(c.dev, c.ino): c for c in cursors.values()}
+        await self._run(todo, by_identity, stats, progress, total)
         for path in cursors.keys() - seen:
             if not os.path.exists(path) and await self.store.mark_gone(path):
                 stats.files_gone += 1
@@ -173,211 +231,229 @@ class Ingestor:
         return stats
 
     async def ingest_file(self, src: Source, cursor: Cursor | None) -> IngestStats:
-        stats = IngestStats(files_seen=1)
+        """Read what is new in one file (the daemon's path for one changed file)."""
         started = time.perf_counter()
-        writer = _Writer(self.store, stats)
-        try:
-            await self._ingest(src, cursor, writer, stats)
-        finally:
-            await writer.close()
+        stats = IngestStats(files_seen=1)
+        identity: dict[tuple[int, int], Cursor] = {}
+        if cursor is None and (st := stat_file(src.path)) is not None:
+            identity = {
+                (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
+            }
+        await self._run([(src, cursor)], identity, stats, None, 0)
         stats.seconds = time.perf_counter() - started
         return stats
 
-    async def _carried_cursor(self, st: FileStat) -> Cursor | None:
-        """A cursor that followed its file through a rename (same device and inode, old path
-        gone).  The head fingerprint is checked by ``resume_offset`` afterwards."""
-        for cur in await self.store.cursor_by_identity(st.dev, st.ino):
-            if cur.path != st.path and not os.path.exists(cur.path):
-                return Cursor(**{**_fields(cur), "path": st.path})
-        return None
-
-    async def _ingest(
-        self, src: Source, cursor: Cursor | None, writer: _Writer, stats: IngestStats
+    async def _run(
+        self,
+        todo: list[tuple[Source, Cursor | None]],
+        identity: dict[tuple[int, int], Cursor],
+        stats: IngestStats,
+        progress: Callable[[int, int], None] | None,
+        total: int,
     ) -> None:
-        st = stat_file(src.path)
-        if st is None:
-            if cursor is not None and await self.store.mark_gone(src.path):
-                stats.files_gone += 1
-            return
-        if cursor is None:
-            cursor = await self._carried_cursor(st)
-            if cursor is not None and unchanged(cursor, st):
-                # Renamed and nothing new: only the path moves.
-                parsed = Parsed(consumed=0, state=cursor.state)
-                await writer.put(Batch(cursor=cursor, start=cursor.offset, raw=b"", parsed=parsed))
-                return
-        if unchanged(cursor, st):
-            return
+        loop = asyncio.get_running_loop()
+
+        def submit(data: bytes) -> Awaitable[tuple[bytes, int]]:
+            if len(data) < INLINE_REDACT:
+                fut: asyncio.Future[tuple[bytes, int]] = loop.create_future()
+                fut.set_result(redact(data))
+                return fut
+            return loop.run_in_executor(None, redact, data)
+
+        writer = _Writer(self.store)
+        window: deque[_Planned] = deque()
+        gone: list[str] = []
         try:
-            f = open(src.path, "rb")  # noqa: SIM115 - closed below, kept open across awaits
-        except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-            stats.errors.append(f"{src.path}: {exc}")
-            return
-        with f:
-            await self._read_file(src, f, cursor, writer, stats)
+            for item in self._plan(todo, identity, stats, gone):
+                if item.piece is not None and item.piece.data:
+                    item.redacted = submit(item.piece.data)
+                window.append(item)
+                if len(window) > LOOKAHEAD:
+                    await self._consume(window.popleft(), writer, stats)
+                    if progress:
+                        progress(stats.bytes_read, total)
+            while window:
+                await self._consume(window.popleft(), writer, stats)
+        finally:
+            for item in window:  # cancelled midway: let pending redactions finish quietly
+                if isinstance(item.redacted, asyncio.Future):
+                    item.redacted.cancel()
+            await writer.close()
+        for path in gone:
+            if await self.store.mark_gone(path):
+                stats.files_gone += 1
+        if progress:
+            progress(stats.bytes_read, total)
 
-    async def _read_file(
-        self, src: Source, f: BinaryIO, cursor: Cursor | None, writer: _Writer, stats: IngestStats
-    ) -> None:
-        st = os.fstat(f.fileno())
-        size = st.st_size
-        head_len = cursor.head_len if cursor else 0
-        head_hash = fingerprint(head_of(f, head_len)) if head_len else None
+    def _plan(
+        self,
+        todo: list[tuple[Source, Cursor | None]],
+        identity: dict[tuple[int, int], Cursor],
+        stats: IngestStats,
+        gone: list[str],
+    ) -> Iterator[_Planned]:
+        """Open each file in turn, decide where to resume and yield its pieces."""
+        for src, cursor in todo:
+            st = stat_file(src.path)
+            if st is None:
+                if cursor is not None:
+                    gone.append(src.path)
+                continue
+            if cursor is None:
+                cursor = _carried(identity, st)
+                if cursor is not None and unchanged(cursor, st):  # renamed, nothing new
+                    run = _FileRun(
+                        src=src,
+                        st=st,
+                        previous=cursor,
+                        generation=cursor.generation,
+                        head_hash=cursor.head_hash,
+                        head_len=cursor.head_len,
+                        ctx=FileContext(src.path, src.rel),
+                        state=cursor.state,
+                        offset=cursor.offset,
+                        moved=True,
+                    )
+                    yield _Planned(run, None)
+                    continue
+            try:
+                f = open(src.path, "rb")  # noqa: SIM115 - a generator closes it below
+            except OSError as exc:
+                stats.errors.append(f"{src.path}: {exc}")
+                continue
+            with f:
+                run = self._open(src, f, cursor, stats)
+                for piece in read_pieces(
+                    f,
+                    run.offset,
+                    run.st.size,
+                    self.chunk_bytes,
+                    self.max_line_bytes,
+                    src.adapter.whole_file(src.rel),
+                ):
+                    item = _Planned(run, piece)
+                    if piece.oversized:
+                        item.raw_z = _compress_range(f, piece.offset, piece.oversized)
+                    yield item
+            yield _Planned(run, None)
+
+    def _open(
+        self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats
+    ) -> _FileRun:
+        fst = os.fstat(f.fileno())
+        st = FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
+        head_hash = fingerprint(head_of(f, cursor.head_len)) if cursor and cursor.head_len else None
         before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
-        offset, replaced = resume_offset(cursor, size, head_hash, before)
+        offset, replaced = resume_offset(cursor, st.size, head_hash, before)
         if src.adapter.whole_file(src.rel) and cursor is not None:
             offset, replaced = 0, True
-        generation = (cursor.generation + (1 if replaced else 0)) if cursor else 0
-        state: dict[str, Any] = {} if replaced or cursor is None else dict(cursor.state)
-        if replaced:
-            stats.replaced += 1
-        new_head = head_of(f, min(size, HEAD_BYTES))
-        ctx = FileContext(src.path, src.rel, _read_sidecar(src))
         stats.files_read += 1
-        whole = src.adapter.whole_file(src.rel)
-        # A document rewritten whole is parsed in one piece (up to the line cap).
-        base_read = (
-            min(max(size, self.chunk_bytes), self.max_line_bytes) if whole else (self.chunk_bytes)
+        stats.replaced += replaced
+        return _FileRun(
+            src=src,
+            st=st,
+            previous=cursor,
+            generation=(cursor.generation + replaced) if cursor else 0,
+            head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
+            head_len=len(head),
+            ctx=FileContext(src.path, src.rel, _read_sidecar(src)),
+            state={} if replaced or cursor is None else dict(cursor.state),
+            offset=offset,
         )
-        read_size = base_read
-        wrote = False
-        while offset < size:
-            data = read_at(f, offset, min(read_size, size - offset))
-            if not data:
-                break
-            at_eof = offset + len(data) >= size
-            cut = len(data) if at_eof else data.rfind(b"\n") + 1
-            if cut == 0 and not at_eof:
-                if read_size < self.max_line_bytes:
-                    read_size = min(read_size * 2, self.max_line_bytes)
-                    continue
-                consumed = self._oversized(f, offset, size)
-                if consumed == 0:
-                    break
-                parsed = Parsed(
-                    consumed=consumed,
-                    state=state,
-                    bad=[
-                        BadLine(
-                            offset,
-                            consumed,
-                            f"line longer than {self.max_line_bytes} bytes (kept raw)",
-                        )
-                    ],
-                )
-                raw_z = _compress_range(f, offset, consumed)
-                batch = Batch(
-                    cursor=_cursor(
-                        src,
-                        st,
-                        offset + consumed,
-                        new_head,
-                        generation,
-                        state,
-                        cursor,
-                        seen=offset + consumed,
-                    ),
-                    start=offset,
+
+    async def _consume(self, item: _Planned, writer: _Writer, stats: IngestStats) -> None:
+        run, piece = item.run, item.piece
+        if run.stalled:
+            return
+        if piece is None:
+            await self._finish(run, writer)
+            return
+        if piece.oversized:
+            parsed = Parsed(
+                consumed=piece.oversized,
+                state=run.state,
+                bad=[
+                    BadLine(
+                        piece.offset,
+                        piece.oversized,
+                        f"line longer than {self.max_line_bytes} bytes (kept raw)",
+                    )
+                ],
+            )
+            end = piece.offset + piece.oversized
+            await self._put(
+                writer,
+                stats,
+                run,
+                Batch(
+                    cursor=run.cursor(end, end),
+                    start=piece.offset,
                     raw=b"",
                     parsed=parsed,
-                    raw_z=raw_z,
-                )
-                await writer.put(batch)
-                wrote = True
-                _account(stats, parsed, consumed, 0)
-                offset += consumed
-                continue
-            read_size = base_read
-            redacted, n_secrets = redact(data[:cut])
-            parsed = src.adapter.parse(Chunk(redacted, offset, at_eof, ctx), state)
-            if parsed.consumed == 0:
-                break
-            state = parsed.state
-            raw = redacted[: parsed.consumed]
-            batch = Batch(
-                cursor=_cursor(
-                    src,
-                    st,
-                    offset + parsed.consumed,
-                    new_head,
-                    generation,
-                    state,
-                    cursor,
-                    seen=size if at_eof else offset + parsed.consumed,
+                    raw_z=item.raw_z,
                 ),
-                start=offset,
-                raw=raw,
-                parsed=parsed,
-                redactions=n_secrets,
-                replace_events=src.adapter.whole_file(src.rel),
+                0,
             )
-            await writer.put(batch)
-            wrote = True
-            _account(stats, parsed, parsed.consumed, n_secrets)
-            offset += parsed.consumed
-        if wrote:
             return
-        # Nothing complete was new (empty file, partial last line): still record what we
-        # saw, so that an unchanged file is skipped next time without being opened.
-        if cursor is None or replaced or cursor.size != size or cursor.mtime_ns != st.st_mtime_ns:
-            parsed = Parsed(consumed=0, state=state)
+        assert item.redacted is not None
+        redacted, secrets = await item.redacted
+        src = run.src
+        parsed = src.adapter.parse(Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state)
+        if parsed.consumed < len(redacted):
+            run.stalled = True  # the rest is a partial line: later pieces no longer line up
+        if parsed.consumed == 0:
+            return
+        run.state = parsed.state
+        end = piece.offset + parsed.consumed
+        raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
+        seen = run.st.size if piece.at_eof else end
+        batch = Batch(
+            cursor=run.cursor(end, seen),
+            start=piece.offset,
+            raw=raw,
+            parsed=parsed,
+            redactions=secrets,
+            replace_events=src.adapter.whole_file(src.rel),
+        )
+        await self._put(writer, stats, run, batch, secrets)
+
+    async def _put(
+        self, writer: _Writer, stats: IngestStats, run: _FileRun, batch: Batch, secrets: int
+    ) -> None:
+        await writer.put(batch)
+        run.wrote = True
+        run.offset = batch.cursor.offset
+        _account(stats, batch.parsed, batch.parsed.consumed, secrets)
+
+    async def _finish(self, run: _FileRun, writer: _Writer) -> None:
+        """Nothing complete was new (an empty file, a partial last line, a rename): still
+        record what was seen, so that an unchanged file is skipped next time unopened."""
+        prev, st = run.previous, run.st
+        if run.wrote:
+            return
+        if (
+            run.moved
+            or prev is None
+            or prev.generation != run.generation
+            or (prev.size != st.size or prev.mtime_ns != st.mtime_ns)
+        ):
             await writer.put(
                 Batch(
-                    cursor=_cursor(src, st, offset, new_head, generation, state, cursor),
-                    start=offset,
+                    cursor=run.cursor(run.offset, st.size),
+                    start=run.offset,
                     raw=b"",
-                    parsed=parsed,
+                    parsed=Parsed(consumed=0, state=run.state),
                 )
             )
 
-    def _oversized(self, f: BinaryIO, offset: int, size: int) -> int:
-        """Length of the over-long line at ``offset`` including its newline; 0 if its end has
-        not been written yet."""
-        pos = offset
-        while pos < size:
-            piece = read_at(f, pos, min(1 << 20, size - pos))
-            if not piece:
-                return 0
-            nl = piece.find(b"\n")
-            if nl >= 0:
-                return pos + nl + 1 - offset
-            pos += len(piece)
-        return 0
 
-
-def _fields(cur: Cursor) -> dict[str, Any]:
-    return {name: getattr(cur, name) for name in Cursor.__dataclass_fields__}
-
-
-def _cursor(
-    src: Source,
-    st: os.stat_result,
-    offset: int,
-    head: bytes,
-    generation: int,
-    state: dict[str, Any],
-    previous: Cursor | None,
-    seen: int | None = None,
-) -> Cursor:
-    """The cursor after a batch.  ``size`` records how much of the file was examined:
-    the whole file once a read reached its end, else only up to the batch, so that a run
-    killed between two batches is never mistaken for an unchanged file."""
-    return Cursor(
-        path=src.path,
-        agent=src.adapter.name,
-        root=src.root,
-        dev=st.st_dev,
-        ino=st.st_ino,
-        size=st.st_size if seen is None else seen,
-        mtime_ns=st.st_mtime_ns,
-        offset=offset,
-        head_hash=fingerprint(head),
-        head_len=len(head),
-        generation=generation,
-        adapter_version=src.adapter.version,
-        state=state,
-        file_id=previous.file_id if previous else None,
-    )
+def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:
+    """A cursor that followed its file through a rename (same device and inode, old path
+    gone).  The head fingerprint is checked by ``resume_offset`` afterwards."""
+    cur = identity.get((st.dev, st.ino))
+    if cur is not None and cur.path != st.path and not os.path.exists(cur.path):
+        return replace(cur, path=st.path)
+    return None
 
 
 def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) -> None:

@@ -67,8 +67,8 @@ class Event:
     ``key``), and ``parent_key`` names the parent's anchor (the turn DAG); the store turns
     these into ``seq``/``parent_seq``.  ``body`` is the conversation text kept for search
     and digests; ``payload`` is a bulky body (tool output, thinking, image): only its size
-    is stored in the event row; the bytes stay in the raw lines, which can be dropped on
-    their own.
+    (``payload_size``, or ``len(payload)``) is stored in the event row; the bytes stay in
+    the raw lines, which can be dropped on their own.
     """
 
     session_uid: str
@@ -87,6 +87,7 @@ class Event:
     is_error: bool = False
     is_sidechain: bool = False
     anchor: str | None = None
+    payload_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

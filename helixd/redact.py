@@ -5,10 +5,11 @@ with ``*``, so byte offsets in the stored raw lines stay equal to the source fil
 offsets.  Replacements contain no quote, backslash or newline, so a JSON line stays valid
 JSON.
 
-Speed: Python's regex engine is slow at alternations (about 100 MB/s here), so each rule
-names the plain substrings every match contains (``triggers``); ``bytes.__contains__``
-checks those at memchr-like speed (about 1.5 GB/s each) and a rule's pattern runs only on
-buffers that contain one of its triggers.
+Speed: Python's regex engine is slow at alternations (about 100 MB/s here) and one
+substring scan per rule costs ~0.6 ms/MB per rule, so each rule names the plain
+substrings every match contains (``triggers``) and one Aho-Corasick pass (the Rust
+``ahocorasick_rs``, about 600 MB/s here, without holding the GIL) finds them all; a rule's
+regex then runs only in a small window around each hit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final
+
+import ahocorasick_rs
 
 _TOKEN_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -25,6 +28,8 @@ class _Rule:
     label: bytes
     triggers: tuple[bytes, ...]  # substrings every match contains
     pattern: re.Pattern[bytes]
+    before: int = 0  # how far before a trigger a match may start
+    after: int = 256  # how far after a trigger it may end
     boundary: bool = True  # the byte before the match must not be part of a token
     keep: int = 0  # leading bytes left readable (the word "Bearer ")
 
@@ -38,7 +43,7 @@ RULES: Final[tuple[_Rule, ...]] = (
     _Rule(b"github-token", (b"github_pat_",), re.compile(rb"github_pat_[A-Za-z0-9_]{40,}")),
     _Rule(b"slack-token", (b"xox",), re.compile(rb"xox[abposr]-[A-Za-z0-9\-]{10,}")),
     _Rule(b"google-key", (b"AIza",), re.compile(rb"AIza[0-9A-Za-z_\-]{35}")),
-    _Rule(b"stripe-key", (b"k_live_",), re.compile(rb"[sr]k_live_[0-9A-Za-z]{20,}")),
+    _Rule(b"stripe-key", (b"k_live_",), re.compile(rb"[sr]k_live_[0-9A-Za-z]{20,}"), before=1),
     _Rule(b"xai-key", (b"xai-",), re.compile(rb"xai-[A-Za-z0-9]{40,}")),
     _Rule(
         b"private-key",
@@ -48,6 +53,8 @@ RULES: Final[tuple[_Rule, ...]] = (
             rb"[A-Z0-9 ]{0,40}PRIVATE KEY-----"
         ),
         boundary=False,
+        before=60,
+        after=20_100,
     ),
     _Rule(
         b"bearer-token",
@@ -55,6 +62,8 @@ RULES: Final[tuple[_Rule, ...]] = (
         re.compile(rb"[Bb]earer [A-Za-z0-9_\-\.=]{24,}"),
         boundary=False,
         keep=7,
+        before=1,
+        after=4096,
     ),
 )
 
@@ -66,20 +75,31 @@ def _mask(label: bytes, length: int) -> bytes:
     return text + b"*" * (length - len(text))
 
 
+_TRIGGERS: Final = [t for rule in RULES for t in rule.triggers]
+_TRIGGER_RULE: Final = [rule for rule in RULES for _ in rule.triggers]
+_FINDER: Final = ahocorasick_rs.BytesAhoCorasick(_TRIGGERS)
+
+
 def redact(data: bytes) -> tuple[bytes, int]:
     """Return ``(data with secrets masked, number of secrets masked)``; same length."""
-    out: bytearray | None = None
+    hits = _FINDER.find_matches_as_indexes(data)
+    if not hits:
+        return data, 0
+    out = bytearray(data)
     found = 0
-    for rule in RULES:
-        if not any(t in data for t in rule.triggers):
+    done = 0  # secrets never overlap: skip hits inside the last one masked
+    for index, start, _end in hits:
+        if start < done:
             continue
-        for m in rule.pattern.finditer(data):
-            start = m.start()
-            if rule.boundary and start > 0 and data[start - 1] in _TOKEN_BYTES:
-                continue
-            if out is None:
-                out = bytearray(data)
-            begin = start + rule.keep
-            out[begin : m.end()] = _mask(rule.label, m.end() - begin)
-            found += 1
-    return (bytes(out) if out is not None else data), found
+        rule = _TRIGGER_RULE[index]
+        lo = max(start - rule.before, done)
+        m = rule.pattern.search(data, lo, min(start + rule.after, len(data)))
+        if m is None or m.start() > start:
+            continue
+        begin = m.start()
+        if rule.boundary and begin > 0 and data[begin - 1] in _TOKEN_BYTES:
+            continue
+        out[begin + rule.keep : m.end()] = _mask(rule.label, m.end() - begin - rule.keep)
+        found += 1
+        done = m.end()
+    return (bytes(out) if found else data), found

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
@@ -85,3 +86,64 @@ def resume_offset(
 
 def head_of(f: BinaryIO, length: int) -> bytes:
     return read_at(f, 0, length)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One bounded read of a file, ending on a line boundary.
+
+    ``data`` ends after a newline unless ``at_eof`` (the adapter then decides about a
+    final line without newline).  ``oversized`` > 0 marks a line longer than the cap: its
+    bytes are not in ``data`` (they are streamed from ``path`` when stored) and it is
+    ``oversized`` bytes long, newline included."""
+
+    offset: int
+    data: bytes
+    at_eof: bool
+    oversized: int = 0
+
+
+def read_pieces(
+    f: BinaryIO, offset: int, size: int, chunk: int, max_line: int, whole: bool
+) -> Iterator[Piece]:
+    """The pieces of ``f`` from ``offset`` to ``size``: chunks of ``chunk`` bytes cut at the
+    last newline; a read grows (doubling, up to ``max_line``) while a line does not fit;
+    ``whole`` files come in one piece.  Stops before a partial line that is still growing."""
+    pos = offset
+    base = min(max(size - offset, chunk), max_line) if whole else chunk
+    while pos < size:
+        want = base
+        while True:
+            data = read_at(f, pos, min(want, size - pos))
+            if not data:
+                return
+            if pos + len(data) >= size:
+                yield Piece(pos, data, True)
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut or want >= max_line:
+                break
+            want = min(want * 2, max_line)
+        if cut:
+            yield Piece(pos, data[:cut], False)
+            pos += cut
+            continue
+        length = _line_length(f, pos, size)
+        if not length:
+            return
+        yield Piece(pos, b"", False, oversized=length)
+        pos += length
+
+
+def _line_length(f: BinaryIO, offset: int, size: int) -> int:
+    """Length of the line at ``offset`` including its newline; 0 if its end is not written."""
+    pos = offset
+    while pos < size:
+        piece = read_at(f, pos, min(1 << 20, size - pos))
+        if not piece:
+            return 0
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1 - offset
+        pos += len(piece)
+    return 0

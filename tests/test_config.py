@@ -36,16 +36,18 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert s.ingest.chunk_bytes == 2_000_000
 
 
-def test_default_store_is_in_the_user_data_dir(monkeypatch: pytest.MonkeyPatch,
-                                               tmp_path: Path) -> None:
+def test_default_store_is_in_the_user_data_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("HELIX_STORE_DB", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert config.load().store.db == tmp_path / "data" / "helix" / "helix.db"
 
 
-@pytest.mark.parametrize("bad", ['[ingest]\nchunk_bytes = "lots"\n', "[nope]\nx = 1\n",
-                                 "not toml ["])
+@pytest.mark.parametrize(
+    "bad", ['[ingest]\nchunk_bytes = "lots"\n', "[nope]\nx = 1\n", "not toml ["]
+)
 def test_invalid_config_is_a_clear_error(tmp_path: Path, bad: str) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(bad)
@@ -56,16 +58,22 @@ def test_invalid_config_is_a_clear_error(tmp_path: Path, bad: str) -> None:
 def test_invalid_config_exits_2_from_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('[ingest]\nchunk_bytes = "lots"\n')
-    proc = subprocess.run([sys.executable, "-m", "helixd.cli", "--config", str(cfg), "sessions"],
-                          env=cli_env(tmp_path, tmp_path / "s.db"), capture_output=True,
-                          text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli", "--config", str(cfg), "sessions"],
+        env=cli_env(tmp_path, tmp_path / "s.db"),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and "chunk_bytes" in proc.stderr
 
 
 def test_claude_roots_honour_claude_config_dir(tmp_path: Path) -> None:
     home = tmp_path
-    assert claude.default_roots({}, home) == [home / ".claude/projects",
-                                              home / ".config/claude/projects"]
+    assert claude.default_roots({}, home) == [
+        home / ".claude/projects",
+        home / ".config/claude/projects",
+    ]
     env = {"CLAUDE_CONFIG_DIR": "/a/one, /b/two"}
     assert claude.default_roots(env, home) == [Path("/a/one/projects"), Path("/b/two/projects")]
 

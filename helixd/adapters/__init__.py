@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from helixd.adapters import claude
+from helixd.adapters import claude, codex, gemini, grok
 from helixd.adapters.base import Adapter, Chunk, FileContext
 
-REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER,)
+REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, grok.ADAPTER)
 
 
 def adapter_named(name: str) -> Adapter:

@@ -28,7 +28,7 @@ import orjson
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.claude_meta import meta_record
-from helixd.adapters.fields import as_int, dump, get_dict, get_str, result_text
+from helixd.adapters.fields import as_int, get_dict, get_str, result_text
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -125,6 +125,7 @@ class _FileParse:
         self.offset = 0
         self.sidechain = False
         self.crc = ""
+        self.share = 0
 
     def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None:
         """Append an event of the current line.  ``name`` (``<uuid>#<block>``) is what
@@ -181,6 +182,9 @@ class _FileParse:
         self.ts = parse_ts(obj.get("timestamp"))
         self.sidechain = bool(obj.get("isSidechain", False))
         self.crc = f"{zlib.crc32(raw):08x}"
+        content = get_dict(obj, "message").get("content")
+        # Bulky bodies stay in the raw line; each block is charged its share of it.
+        self.share = len(raw) // (len(content) if isinstance(content, list) and content else 1)
         key = get_str(obj, "uuid") or f"@{len(raw)}"
         parent_uuid = obj.get("parentUuid") or obj.get("logicalParentUuid")
         parent = f"{parent_uuid}#0" if isinstance(parent_uuid, str) else None
@@ -267,7 +271,7 @@ class _FileParse:
                     prev,
                     role="assistant",
                     summary=shorten(text),
-                    payload=text.encode("utf-8", "replace") or None,
+                    payload_size=len(text),
                 )
             elif btype in ("tool_use", "server_tool_use"):
                 self.tool_use(block, bkey, prev)
@@ -278,7 +282,7 @@ class _FileParse:
                     prev,
                     role="assistant",
                     summary=shorten(str(btype)),
-                    payload=dump(block),
+                    payload_size=self.share,
                 )
             prev = bkey
 
@@ -324,7 +328,7 @@ class _FileParse:
             call_id=call_id,
             summary=describe_call(tool, args),
             body=(command or "")[:BODY_LIMIT],
-            payload=dump(args) if args is not None else None,
+            payload_size=self.share if args is not None else 0,
         )
         path = edited_path(tool, args)
         if path is not None:
@@ -403,7 +407,7 @@ class _FileParse:
             role="user",
             summary=summary,
             body=text[:BODY_LIMIT],
-            payload=dump(extras) if extras else None,
+            payload_size=self.share if extras else 0,
         )
 
     def tool_result(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
@@ -412,10 +416,6 @@ class _FileParse:
         content = block.get("content")
         text = result_text(content)
         is_error = bool(block.get("is_error"))
-        payload: Any = content
-        extra = self.obj.get("toolUseResult")
-        if extra is not None and not isinstance(extra, str):
-            payload = {"content": content, "toolUseResult": extra}
         self.emit(
             bkey,
             "tool_result",
@@ -425,7 +425,7 @@ class _FileParse:
             call_id=call_id,
             summary=shorten(text),
             is_error=is_error,
-            payload=dump(payload) if payload else None,
+            payload_size=self.share if content else 0,
         )
         if text.lstrip().startswith(REJECTION_MARKERS) or text.startswith(INTERRUPT_MARKERS):
             self.emit(

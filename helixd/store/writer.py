@@ -353,9 +353,14 @@ class Writer:
         keys = [key64(ev.key) for ev in items]
         anchors = [key64(ev.anchor) if ev.anchor else k for ev, k in zip(items, keys, strict=True)]
         parents = [key64(ev.parent_key) if ev.parent_key else None for ev in items]
-        seen = self._existing(session_id, "ekey", keys)
-        found_anchors = self._existing(session_id, "akey", [p for p in parents if p is not None])
         next_seq = self._next_seq(session_id)
+        if next_seq:
+            seen = self._existing(session_id, "ekey", keys)
+            found_anchors = self._existing(
+                session_id, "akey", [p for p in parents if p is not None]
+            )
+        else:  # a session without events yet: nothing to look up
+            seen, found_anchors = {}, {}
         rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
         messages = 0
@@ -372,7 +377,7 @@ class Writer:
                 ev.tokens,
                 int(ev.is_error),
                 int(ev.is_sidechain),
-                len(ev.payload or b""),
+                ev.payload_size or len(ev.payload or b""),
                 file_id,
                 ev.offset,
             )
