@@ -33,6 +33,18 @@ def _settings(ctx: click.Context) -> Any:
         ctx.exit(EXIT_USAGE)
 
 
+def _check_agents(ctx: click.Context, agents: tuple[str, ...]) -> None:
+    """Exit 2 naming the known agents when ``--agent`` names an unknown one."""
+    from helixd.adapters import REGISTRY
+
+    known = {a.name for a in REGISTRY}
+    for name in agents:
+        if name not in known:
+            raise click.BadParameter(
+                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
+            )
+
+
 def _echo_json(value: Any) -> None:
     import orjson
 
@@ -75,12 +87,7 @@ def ingest(
     from helixd.config import agent_roots
 
     settings = _settings(ctx)
-    known = {a.name for a in REGISTRY}
-    for name in agents:
-        if name not in known:
-            raise click.BadParameter(
-                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
-            )
+    _check_agents(ctx, agents)
     chosen = [a for a in REGISTRY if not agents or a.name in agents]
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
@@ -262,6 +269,7 @@ def sessions(
 ) -> None:
     """List sessions, newest first."""
     settings = _settings(ctx)
+    _check_agents(ctx, (agent,) if agent else ())
     rows = asyncio.run(_sessions(settings.store.db, agent, limit, include_empty))
     if as_json:
         _echo_json(rows)
@@ -301,6 +309,77 @@ async def _sessions(
         ):
             r[k + "_iso"] = iso(r[k])
     return rows
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Daemon up or down, what it watches, how far ingest is behind, what the store holds.
+    Exit 0 when the daemon runs, 3 when it does not."""
+    from helixd import status as status_mod
+
+    settings = _settings(ctx)
+    db = settings.store.db
+    facts = asyncio.run(_status_facts(db)) if db.exists() else None
+    budget = {k: int(v) for k, v in settings.retention.model_dump().items() if k.endswith("bytes")}
+    doc = status_mod.gather(db, facts, budget)
+    if as_json:
+        _echo_json(doc)
+    else:
+        _print_status(doc)
+    ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
+
+
+async def _status_facts(db: Path) -> dict[str, Any] | None:
+    from helixd.store import Store, StoreError
+
+    try:
+        store = await Store.open(db, readonly=True)
+    except StoreError:
+        return None
+    try:
+        facts: dict[str, Any] = await store.status_facts()
+        return facts
+    finally:
+        await store.close()
+
+
+def _print_status(doc: dict[str, Any]) -> None:
+    d, st = doc["daemon"], doc["store"]
+    if d["running"]:
+        q = d.get("queue") or {}
+        click.echo(
+            f"helixd: running (pid {d['pid']}, version {d.get('version')}, "
+            f"up {d.get('uptime_s', 0):.0f} s), queue {q.get('pending', 0)}"
+        )
+        roots = d.get("roots") or {}
+        for root in roots.get("watched", []):
+            click.echo(f"  watching {root}")
+        for root in roots.get("waiting_for", []):
+            click.echo(f"  waiting for {root}")
+        for name, job in (d.get("jobs") or {}).items():
+            result = "ok" if job.get("ok") else (job.get("error") or "not run yet")
+            click.echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
+    else:
+        click.echo("helixd: not running (what follows is what the store alone can tell)")
+    click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
+    if "files" not in st:
+        click.echo("  no store yet: run `helixctl ingest` or start helixd")
+        return
+    click.echo(
+        f"  files tracked {st['files']} (gone {st['files_gone']}), lines {st['lines']:,},"
+        f" malformed {st['malformed_lines']}, unknown records {st['unknown_records']}"
+    )
+    for agent, a in sorted(st["agents"].items()):
+        click.echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
+    lag = doc["ingest_lag"]
+    click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
+    r = doc["retention"]
+    click.echo(
+        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB of soft cap "
+        f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -80,6 +80,26 @@ class IngestSettings(_Section):
     max_line_bytes: ByteSize = 64 * 1024 * 1024
 
 
+class DaemonSettings(_Section):
+    """``helixd``: how fast it reacts, how often the scheduled passes run."""
+
+    debounce_ms: int = 20  # quiet time before a changed file is read
+    reconcile_seconds: float = 300  # full stat scan (catches what events miss)
+    analyze_seconds: float = 60  # digest rebuild of changed sessions
+    evict_seconds: float = 3600  # retention pass
+    idle_close_minutes: float = 30  # a session idle this long is closed
+    max_read_bytes: ByteSize = 64 * 1024 * 1024  # read from one file before others get a turn
+    shutdown_seconds: float = 10  # drain time on SIGTERM
+    log_level: str = "info"
+
+
+class RetentionSettings(_Section):
+    raw_soft_cap_bytes: ByteSize = 4 * 1024**3
+    raw_hard_cap_bytes: ByteSize = 6 * 1024**3
+    raw_max_age_days: float = 45
+    distilled_cap_bytes: ByteSize = 1024**3
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HELIX_", env_nested_delimiter="__", extra="forbid"
@@ -87,6 +107,8 @@ class Settings(BaseSettings):
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
 
     @classmethod

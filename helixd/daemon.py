@@ -1,28 +1,324 @@
-"""``helixd``: the long-running daemon (composition root).
+"""``helixd``: the long-running daemon, and its composition root.
 
-For now it offers ``--once``: one full sweep (ingest + digests) and exit.  The watching
-daemon is built in issue #4.
+The only place that wires edges together: settings -> logs -> lock -> store -> watcher ->
+work queue -> one ingest worker -> scheduler.  All tasks live in one TaskGroup.
+
+* ``helixd`` runs in the foreground (the service manager daemonizes); ``helixd --once``
+  does one full sweep (ingest + digests) and exits.
+* One instance per store (``pidlock``); a second start names the holder and exits 1.
+* SIGTERM/SIGINT: stop taking work, let the batch in flight commit (at most
+  ``daemon.shutdown_seconds``), stop the observer and the scheduler, close the store,
+  exit 0.  A second signal exits at once (code 130).  SIGHUP re-reads the configuration.
+* With ``NOTIFY_SOCKET`` set: READY=1, STATUS=…, WATCHDOG=1, STOPPING=1.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import click
+import structlog
 
-from helixd import __version__
+from helixd import __version__, config, digest, logs
+from helixd.adapters import REGISTRY
+from helixd.ingest import Ingestor, discover
+from helixd.notify import notify, watchdog_interval
+from helixd.pidlock import AlreadyRunning, PidLock
+from helixd.scheduler import Scheduler
+from helixd.status import StatusFile
+from helixd.store import Store, now_ms
+from helixd.watcher import SourceIndex, Watcher
+from helixd.workqueue import RECONCILE, WorkQueue
+
+log = structlog.get_logger("helixd")
+STATUS_EVERY = 2.0
+
+
+class Daemon:
+    def __init__(self, settings: config.Settings, config_path: Path | None) -> None:
+        self.settings = settings
+        self.config_path = config_path
+        self.stop_event = asyncio.Event()
+        self.signals = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.started = time.time()
+        self.queue = WorkQueue(settings.daemon.debounce_ms / 1000)
+        self.scheduler = Scheduler()
+        self.index = SourceIndex(self._pairs())
+        self.store: Store | None = None
+        self.watcher: Watcher | None = None
+        self.totals: dict[str, Any] = {
+            "files_read": 0,
+            "bytes_read": 0,
+            "events": 0,
+            "malformed_lines": 0,
+            "errors": 0,
+            "last_error": None,
+        }
+        self.status = StatusFile(settings.store.db)
+
+    def _pairs(self) -> list[tuple[Any, Path]]:
+        return config.agent_roots(self.settings, REGISTRY, os.environ, Path.home())
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.store = await Store.open(self.settings.store.db)
+        try:
+            self.watcher = Watcher(
+                self.index, self.queue.put, self._scan_dir, lambda: self.queue.put(RECONCILE)
+            )
+            self.watcher.start(loop)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._on_stop_signal)
+            loop.add_signal_handler(signal.SIGHUP, self._reload)
+            self.queue.put(RECONCILE)  # catch up with everything at start
+            self._schedule_jobs()
+            self.scheduler.start()
+            async with asyncio.TaskGroup() as tg:
+                worker = tg.create_task(self._worker())
+                tg.create_task(self._status_loop())
+                tg.create_task(self._watchdog_loop())
+                notify(f"READY=1\nSTATUS=watching {len(self.index.roots())} roots")
+                log.info(
+                    "started",
+                    pid=os.getpid(),
+                    version=__version__,
+                    store=str(self.settings.store.db),
+                    roots=self.index.roots(),
+                )
+                await self.stop_event.wait()
+                notify("STOPPING=1")
+                log.info("stopping")
+                await self._drain(worker)
+                raise _Stop
+        except* _Stop:
+            pass
+        finally:
+            await self._close()
+        log.info("stopped")
+        return 0
+
+    async def _drain(self, worker: asyncio.Task[None]) -> None:
+        """Let the item in flight finish (its batches commit), then cancel the worker."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.idle.wait(), self.settings.daemon.shutdown_seconds)
+        worker.cancel()
+
+    async def _close(self) -> None:
+        self.scheduler.shutdown()
+        if self.watcher is not None:
+            await asyncio.to_thread(self.watcher.stop)
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                await self.store.checkpoint()
+            await self.store.close()
+        self.status.remove()
+
+    def _on_stop_signal(self) -> None:
+        self.signals += 1
+        if self.signals > 1:
+            log.warning("forced_exit")
+            os._exit(130)
+        self.stop_event.set()
+
+    def _reload(self) -> None:
+        """SIGHUP: re-read the configuration; roots and intervals take effect at once."""
+        try:
+            settings = config.load(self.config_path)
+        except config.ConfigError as exc:
+            log.error("reload_failed", error=str(exc))
+            return
+        if settings.store.db != self.settings.store.db:
+            log.warning("reload_store_change_ignored", store=str(settings.store.db))
+            settings = settings.model_copy(update={"store": self.settings.store})
+        self.settings = settings
+        self.queue.debounce = settings.daemon.debounce_ms / 1000
+        self.index = SourceIndex(self._pairs())
+        if self.watcher is not None:
+            self.watcher.index = self.index
+            self.watcher.refresh()
+        self._schedule_jobs()
+        self.queue.put(RECONCILE)
+        log.info("reloaded", roots=self.index.roots())
+
+    def _schedule_jobs(self) -> None:
+        d = self.settings.daemon
+        self.scheduler.add("reconcile", self._job_reconcile, d.reconcile_seconds)
+        self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
+
+    async def _job_reconcile(self) -> str:
+        self.queue.put(RECONCILE)
+        return "queued"
+
+    async def _job_analyze(self) -> int:
+        assert self.store is not None
+        idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
+        now = now_ms()
+        ids = await self.store.sessions_to_analyze(now, idle_ms)
+        return await digest.analyze(self.store, ids, now, idle_ms)
+
+    def _scan_dir(self, path: str) -> None:
+        """A directory appeared inside a root: queue what is already in it (``mkdir -p``
+        followed by a write can beat the new watch)."""
+        for dirpath, _, files in os.walk(path):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                if self.index.source_for(full) is not None:
+                    self.queue.put(full)
+
+    async def _worker(self) -> None:
+        """The only writer: takes paths (and reconcile scans) off the queue, one at a time."""
+        while not self.stop_event.is_set():
+            item = await self.queue.get()
+            self.idle.clear()
+            try:
+                await self._handle(item)
+            except Exception as exc:  # one bad file or a full disk never stops the daemon
+                self.totals["errors"] += 1
+                self.totals["last_error"] = f"{type(exc).__name__}: {exc}"
+                log.error("ingest_failed", item=item, error=str(exc), exc_info=True)
+            finally:
+                self.idle.set()
+                self.queue.done()
+
+    async def _handle(self, item: str) -> None:
+        assert self.store is not None
+        ingestor = Ingestor(
+            self.store,
+            chunk_bytes=self.settings.ingest.chunk_bytes,
+            max_line_bytes=self.settings.ingest.max_line_bytes,
+        )
+        if item == RECONCILE:
+            stats = await self.scheduler.run_now(
+                "reconcile_scan", lambda: ingestor.backfill(discover(self.index.pairs_paths()))
+            )
+            if stats is not None:
+                self._count(stats)
+                await self._job_analyze()
+            return
+        src = self.index.source_for(item)
+        if src is None:
+            return
+        cursor = await self.store.cursor_for(item)
+        stats = await ingestor.ingest_file(src, cursor, self.settings.daemon.max_read_bytes)
+        self._count(stats)
+        if stats.events or stats.files_gone:
+            await self._job_analyze()  # lookups see the new lines at once
+        if stats.more:
+            self.queue.put(item)  # come back after the others had their turn
+
+    def _count(self, stats: Any) -> None:
+        self.totals["files_read"] += stats.files_read
+        self.totals["bytes_read"] += stats.bytes_read
+        self.totals["events"] += stats.events
+        self.totals["malformed_lines"] += stats.bad_lines
+
+    def snapshot(self) -> dict[str, Any]:
+        q = self.queue.statistics()
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": self.started,
+            "store": str(self.settings.store.db),
+            "roots": self.watcher.describe() if self.watcher else {},
+            "queue": {"pending": q.pending, "in_progress": q.in_progress, "processed": q.processed},
+            "ingest": dict(self.totals),
+            "jobs": self.scheduler.describe(),
+            "updated_at": time.time(),
+        }
+
+    async def _status_loop(self) -> None:
+        """Publish the daemon's state for ``helixctl status`` when it changed (nothing is
+        written while idle)."""
+        last: Any = None
+        while True:
+            snap = self.snapshot()
+            key = (snap["queue"], snap["ingest"], snap["jobs"], snap["roots"])
+            if key != last:
+                await asyncio.to_thread(self.status.write, snap)
+                notify(
+                    f"STATUS=queue {snap['queue']['pending']}, "
+                    f"{snap['ingest']['bytes_read']} bytes ingested"
+                )
+                last = key
+            await asyncio.sleep(STATUS_EVERY)
+
+    async def _watchdog_loop(self) -> None:
+        interval = watchdog_interval()
+        if interval is None:
+            return
+        while True:
+            notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+
+class _Stop(Exception):
+    """Leaves the TaskGroup so that its other tasks are cancelled."""
+
+
+async def run_once(settings: config.Settings) -> int:
+    """One full sweep: every file once, then the digests of what changed."""
+    store = await Store.open(settings.store.db)
+    try:
+        pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home())
+        stats = await Ingestor(
+            store,
+            chunk_bytes=settings.ingest.chunk_bytes,
+            max_line_bytes=settings.ingest.max_line_bytes,
+        ).backfill(discover(pairs))
+        idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
+        now = now_ms()
+        built = await digest.analyze(
+            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms
+        )
+        await store.checkpoint()
+        log.info("sweep_done", digests=built, **stats.as_dict())
+    finally:
+        await store.close()
+    return 0
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helixd")
-@click.option("--once", is_flag=True, help="Do one full sweep and exit.")
-@click.option("--config", "config_path", default=None, help="TOML config file.")
-def main(once: bool, config_path: str | None) -> None:
+@click.option("--once", is_flag=True, help="Do one full sweep (ingest + digests) and exit.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="TOML config file.",
+)
+def main(once: bool, config_path: Path | None) -> None:
     """Watch the agents' log directories and keep the Helix store up to date."""
-    from helixd.cli import main as helixctl
-
-    if not once:
-        click.echo("helixd: only --once is available in this version", err=True)
+    try:
+        settings = config.load(config_path)
+    except config.ConfigError as exc:
+        click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)
-    args = ["--config", config_path] if config_path else []
-    helixctl.main(args=[*args, "ingest"], prog_name="helixd")
+    logs.configure(settings.daemon.log_level)
+    lock = PidLock(settings.store.db)
+    try:
+        lock.acquire()
+    except AlreadyRunning as exc:
+        click.echo(f"helixd: {exc}", err=True)
+        sys.exit(1)
+    try:
+        if once:
+            code = asyncio.run(run_once(settings))
+        else:
+            code = asyncio.run(Daemon(settings, config_path).run())
+    finally:
+        lock.release()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

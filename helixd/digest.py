@@ -122,7 +122,7 @@ def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
 
-def build(facts: dict[str, Any], now: int) -> dict[str, Any]:
+def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict[str, Any]:
     """The digest of one session from its ``Store.digest_facts`` entry (``tail`` holds the
     kinds of its last events and whether its last tool results failed)."""
     tail = facts["tail"]
@@ -136,7 +136,7 @@ def build(facts: dict[str, Any], now: int) -> dict[str, Any]:
     turns = kinds.get("user_msg", 0)
     messages = kinds.get("user_msg", 0) + kinds.get("assistant_msg", 0)
     label, confidence, rule = outcome(tail["kinds"], tail["errors"], messages)
-    closed = bool(s["ended"]) or (ended is not None and now - ended > IDLE_CLOSE_MS)
+    closed = bool(s["ended"]) or (ended is not None and now - ended > idle_ms)
     first = facts["first"]
     last = facts["last"]
     usage = facts["usage"]
@@ -193,12 +193,14 @@ def build(facts: dict[str, Any], now: int) -> dict[str, Any]:
     }
 
 
-async def analyze(store: Store, session_ids: Iterable[int], now: int) -> int:
+async def analyze(
+    store: Store, session_ids: Iterable[int], now: int, idle_ms: int = IDLE_CLOSE_MS
+) -> int:
     """Rebuild and save the digests of ``session_ids``; returns how many were written."""
     ids = list(session_ids)
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
         facts = await store.digest_facts(part)
-        built = [(sid, build(f, now)) for sid, f in facts.items()]
+        built = [(sid, build(f, now, idle_ms)) for sid, f in facts.items()]
         await store.save_digests([(sid, d, d["provisional"]) for sid, d in built], SCHEMA_VERSION)
     return len(ids)

@@ -77,6 +77,7 @@ class IngestStats:
     sessions: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    more: bool = False  # a read budget stopped a file before its end
 
     def as_dict(self) -> dict[str, Any]:
         mb_s = self.bytes_read / 1e6 / self.seconds if self.seconds else 0.0
@@ -219,7 +220,9 @@ class Ingestor:
             seen.add(src.path)
             st = stat_file(src.path)
             cur = cursors.get(src.path)
-            if st is not None and not unchanged(cur, st):
+            if st is None:
+                seen.discard(src.path)  # vanished since discovery: the sweep below marks it
+            elif not unchanged(cur, st):
                 todo.append((src, cur))
                 total += max(st.size - (cur.offset if cur else 0), 0)
         by_identity = {(c.dev, c.ino): c for c in cursors.values()}
@@ -230,8 +233,11 @@ class Ingestor:
         stats.seconds = time.perf_counter() - started
         return stats
 
-    async def ingest_file(self, src: Source, cursor: Cursor | None) -> IngestStats:
-        """Read what is new in one file (the daemon's path for one changed file)."""
+    async def ingest_file(
+        self, src: Source, cursor: Cursor | None, budget: int | None = None
+    ) -> IngestStats:
+        """Read what is new in one file (the daemon's path for one changed file), at most
+        about ``budget`` bytes (``stats.more`` then says the caller should come back)."""
         started = time.perf_counter()
         stats = IngestStats(files_seen=1)
         identity: dict[tuple[int, int], Cursor] = {}
@@ -239,7 +245,7 @@ class Ingestor:
             identity = {
                 (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
             }
-        await self._run([(src, cursor)], identity, stats, None, 0)
+        await self._run([(src, cursor)], identity, stats, None, 0, budget)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -250,6 +256,7 @@ class Ingestor:
         stats: IngestStats,
         progress: Callable[[int, int], None] | None,
         total: int,
+        budget: int | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
 
@@ -264,7 +271,7 @@ class Ingestor:
         window: deque[_Planned] = deque()
         gone: list[str] = []
         try:
-            for item in self._plan(todo, identity, stats, gone):
+            for item in self._plan(todo, identity, stats, gone, budget):
                 if item.piece is not None and item.piece.data:
                     item.redacted = submit(item.piece.data)
                 window.append(item)
@@ -291,6 +298,7 @@ class Ingestor:
         identity: dict[tuple[int, int], Cursor],
         stats: IngestStats,
         gone: list[str],
+        budget: int | None = None,
     ) -> Iterator[_Planned]:
         """Open each file in turn, decide where to resume and yield its pieces."""
         for src, cursor in todo:
@@ -335,6 +343,11 @@ class Ingestor:
                     if piece.oversized:
                         item.raw_z = _compress_range(f, piece.offset, piece.oversized)
                     yield item
+                    if budget is not None:
+                        budget -= len(piece.data) + piece.oversized
+                        if budget <= 0 and not piece.at_eof:
+                            stats.more = True
+                            break
             yield _Planned(run, None)
 
     def _open(

@@ -167,6 +167,15 @@ class Store:
         """What the digests of ``session_ids`` are built from (one hop, grouped scans)."""
         return await self.run(facts.digest_facts, self.db._conn, session_ids)
 
+    async def cursor_for(self, path: str) -> Any:
+        return await reader.cursor_for(self.db, path)
+
+    async def sessions_to_analyze(self, now: int, idle_ms: int) -> list[int]:
+        return await reader.sessions_to_analyze(self.db, now, idle_ms)
+
+    async def status_facts(self) -> dict[str, Any]:
+        return await reader.status_facts(self.db)
+
     async def session_ids_changed_since_analysis(self) -> list[int]:
         return await reader.changed_since_analysis(self.db)
 

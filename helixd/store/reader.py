@@ -183,3 +183,35 @@ async def totals(db: aiosqlite.Connection) -> dict[str, Any]:
         "malformed_lines": files[3],
         "raw_bytes_stored": files[4],
     }
+
+
+async def cursor_for(db: aiosqlite.Connection, path: str) -> Cursor | None:
+    async with db.execute(f"SELECT {_CURSOR_COLS} FROM files WHERE path = ?", (path,)) as cur:
+        row = await cur.fetchone()
+    return _cursor(row) if row else None
+
+
+async def sessions_to_analyze(db: aiosqlite.Connection, now: int, idle_ms: int) -> list[int]:
+    """Sessions whose digest is missing or older than their last change, and provisional
+    digests of sessions that have now been idle long enough to be closed."""
+    async with db.execute(
+        "SELECT id FROM sessions WHERE analyzed_at IS NULL OR changed_at > analyzed_at"
+        " UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
+        " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)",
+        (now - idle_ms,),
+    ) as cur:
+        return [int(r[0]) for r in await cur.fetchall()]
+
+
+async def status_facts(db: aiosqlite.Connection) -> dict[str, Any]:
+    """What ``helixctl status`` shows from the store alone."""
+    summary = await totals(db)
+    summary["files_gone"] = (
+        await _one(db, "SELECT count(*) FROM files WHERE gone_at IS NOT NULL", ())
+    )[0]
+    summary["digests"] = (await _one(db, "SELECT count(*) FROM digests", ()))[0]
+    summary["unknown_records"] = (
+        await _one(db, "SELECT coalesce(sum(unknown_records), 0) FROM files", ())
+    )[0]
+    files = await _all(db, "SELECT path, offset, gone_at FROM files", ())
+    return {"summary": summary, "files": [tuple(f) for f in files]}
