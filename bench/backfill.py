@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ccusage_baseline import corpus_env, ensure_ccusage, run_once  # noqa: E402
+from ccusage_baseline import corpus_env, ensure_ccusage, run_once
 
 REPO = Path(__file__).resolve().parent.parent
 HELIXCTL = [sys.executable, "-m", "helixd.cli"]
@@ -33,8 +33,9 @@ def corpus_bytes(home: Path, agents: list[str]) -> int:
     total = 0
     for agent in agents:
         for dirpath, _, files in os.walk(roots[agent]):
-            total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files
-                         if f.endswith(".jsonl"))
+            total += sum(
+                os.path.getsize(os.path.join(dirpath, f)) for f in files if f.endswith(".jsonl")
+            )
     return total
 
 
@@ -55,9 +56,12 @@ def manifest_claude_totals(home: Path) -> dict[str, int] | None:
     if not path.exists():
         return None
     totals = json.loads(path.read_text())["claude"]["totals"]
-    names = {"input": "input_tokens", "output": "output_tokens",
-             "cache_read": "cache_read_input_tokens",
-             "cache_creation": "cache_creation_input_tokens"}
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cache_read": "cache_read_input_tokens",
+        "cache_creation": "cache_creation_input_tokens",
+    }
     return {ours: int(totals[theirs]) for ours, theirs in names.items()}
 
 
@@ -65,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("home", type=Path, help="corpus HOME made by gen_corpus.py")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--agent", action="append", default=None,
-                    help="agents to ingest (default: claude and codex)")
+    ap.add_argument(
+        "--agent",
+        action="append",
+        default=None,
+        help="agents to ingest (default: claude and codex)",
+    )
     ap.add_argument("--ccusage", action="store_true", help="time ccusage on the same corpus")
     ap.add_argument("--ccusage-prefix", type=Path, default=Path("/tmp/helix-ccusage"))
     args = ap.parse_args(argv)
@@ -94,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         wanted = manifest_claude_totals(args.home)
     med = statistics.median(first)
     print(f"corpus            {size / 1e6:,.0f} MB ({', '.join(agents)})")
-    print(f"first ingest      {med:.2f} s median of {args.runs} "
-          f"({min(first):.2f}-{max(first):.2f}), {size / 1e6 / med:.1f} MB/s whole process")
+    print(
+        f"first ingest      {med:.2f} s median of {args.runs} "
+        f"({min(first):.2f}-{max(first):.2f}), {size / 1e6 / med:.1f} MB/s whole process"
+    )
     print(f"peak RSS          {max(rss) / 1024:.0f} MiB")
     print(f"re-scan unchanged {statistics.median(rescan):.3f} s median")
     print(f"store size        {db_size / 1e6:,.0f} MB = {db_size / size:.2f}x input (raw kept)")
@@ -104,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"claude tokens     {verdict} to the manifest: {totals}")
     if args.ccusage:
         ensure_ccusage(args.ccusage_prefix, "20.0.24", reinstall=False)
-        cc = [str(args.ccusage_prefix / "node_modules/.bin/ccusage"), "claude", "daily", "--json",
-              "--offline"]
+        cc = [
+            str(args.ccusage_prefix / "node_modules/.bin/ccusage"),
+            "claude",
+            "daily",
+            "--json",
+            "--offline",
+        ]
         run_once(cc, env)
         walls = [run_once(cc, env)[0] for _ in range(args.runs)]
         cc_med = statistics.median(walls)

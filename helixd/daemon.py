@@ -39,6 +39,7 @@ from helixd.workqueue import RECONCILE, WorkQueue
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0
+INLINE_DIGEST_EVENTS = 20_000  # bigger sessions are re-digested by the scheduled pass
 
 
 class Daemon:
@@ -158,11 +159,13 @@ class Daemon:
         self.queue.put(RECONCILE)
         return "queued"
 
-    async def _job_analyze(self) -> int:
+    async def _job_analyze(self, max_events: int | None = None) -> int:
+        """Rebuild the digests that are stale (``max_events``: only of sessions that small;
+        the scheduled pass takes the big ones, since a digest costs O(session))."""
         assert self.store is not None
         idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
-        ids = await self.store.sessions_to_analyze(now, idle_ms)
+        ids = await self.store.sessions_to_analyze(now, idle_ms, max_events)
         return await digest.analyze(self.store, ids, now, idle_ms)
 
     def _scan_dir(self, path: str) -> None:
@@ -200,8 +203,8 @@ class Daemon:
             stats = await self.scheduler.run_now(
                 "reconcile_scan", lambda: ingestor.backfill(discover(self.index.pairs_paths()))
             )
-            if stats is not None:
-                self._count(stats)
+            if isinstance(stats, dict):
+                self._count_summary(stats)
                 await self._job_analyze()
             return
         src = self.index.source_for(item)
@@ -211,9 +214,15 @@ class Daemon:
         stats = await ingestor.ingest_file(src, cursor, self.settings.daemon.max_read_bytes)
         self._count(stats)
         if stats.events or stats.files_gone:
-            await self._job_analyze()  # lookups see the new lines at once
+            await self._job_analyze(INLINE_DIGEST_EVENTS)  # lookups see new lines at once
         if stats.more:
             self.queue.put(item)  # come back after the others had their turn
+
+    def _count_summary(self, summary: dict[str, Any]) -> None:
+        self.totals["files_read"] += summary["files_read"]
+        self.totals["bytes_read"] += summary["bytes"]
+        self.totals["events"] += summary["events"]
+        self.totals["malformed_lines"] += summary["malformed_lines"]
 
     def _count(self, stats: Any) -> None:
         self.totals["files_read"] += stats.files_read

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -30,6 +30,9 @@ class JobResult:
     error: str | None = None
     runs: int = 0
     failures: int = 0
+
+
+_FIELDS = ("last_run", "seconds", "ok", "result", "error", "runs", "failures")
 
 
 class Scheduler:
@@ -67,7 +70,9 @@ class Scheduler:
         res.last_run = time.time()
         res.runs += 1
         try:
-            res.result = await job()
+            result = await job()
+            # Keep a small, JSON-ready summary (never a live object with big collections).
+            res.result = result.as_dict() if hasattr(result, "as_dict") else result
             res.ok, res.error = True, None
         except Exception as exc:  # a job never kills the daemon
             res.ok, res.error = False, f"{type(exc).__name__}: {exc}"
@@ -85,4 +90,4 @@ class Scheduler:
             self._scheduler.shutdown(wait=False)
 
     def describe(self) -> dict[str, Any]:
-        return {name: asdict(r) for name, r in self.results.items()}
+        return {name: {f: getattr(r, f) for f in _FIELDS} for name, r in self.results.items()}

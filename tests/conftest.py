@@ -42,8 +42,13 @@ def copy_claude_fixtures(home: Path) -> Path:
     return root
 
 
+AGENT_ENV_PREFIXES = ("HELIX_", "CLAUDE_", "CODEX_", "GEMINI_", "GROK_")
+
+
 def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HELIX_", "CLAUDE_"))}
+    """The caller's environment without Helix's and the agents' own variables (which would
+    point the CLI at real logs), with HOME, the store and the XDG dirs inside ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(AGENT_ENV_PREFIXES)}
     env.update(
         HOME=str(home),
         HELIX_STORE_DB=str(db),

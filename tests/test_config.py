@@ -21,6 +21,8 @@ def test_example_config_loads_and_matches_the_defaults(monkeypatch: pytest.Monke
     defaults = config.Settings()
     assert loaded.ingest == defaults.ingest
     assert loaded.store == defaults.store
+    assert loaded.daemon == defaults.daemon
+    assert loaded.retention == defaults.retention
     assert loaded.agent("claude").enabled and loaded.agent("claude").roots == []
 
 

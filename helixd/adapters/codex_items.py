@@ -43,7 +43,6 @@ OUTPUT_ITEMS: Final = frozenset(
      "local_shell_call_output", "mcp_tool_call_output"}
 )  # fmt: skip
 SILENT_ITEMS: Final = frozenset({"ghost_snapshot"})
-EXTRA_SHELLS: Final = frozenset({"shell_command", "container.exec", "unified_exec"})
 INJECTED: Final = (
     "# AGENTS.md", "<environment_context>", "<INSTRUCTIONS>", "<user_instructions>",
     "<permissions instructions>", "<collaboration_mode>", "<turn_aborted>", "<skill>",
@@ -258,8 +257,6 @@ class ItemMapper(UsageMapper):
             while len(self.pending) > MAX_PENDING:
                 self.pending.pop(next(iter(self.pending)))
         command = shell_command(tool, args)
-        if command is None and tool in EXTRA_SHELLS:
-            command = shell_command("shell", args)
         patch: str | None = None
         if tool == "apply_patch":
             patch = args if isinstance(args, str) else ""

@@ -33,6 +33,7 @@ spec §2.3/§4.3, agentsview ``grok.go`` and codeburn ``docs/providers/grok.md``
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -182,6 +183,7 @@ class _Run:
         self.pending: dict[str, str] = dict(state.get("pending", {}))
         self.turns: int = state.get("turns", 0)
         self.rows: int = state.get("rows", 0)
+        self.crc = ""  # checksum of the line being handled (the content part of keys)
         self.model: str | None = state.get("model")
         side = chunk.ctx.sidecar if self.rel.endswith("updates.jsonl") else None
         self.fallback_model = _summary_model(side) or "grok"
@@ -291,7 +293,7 @@ class _Run:
         elif kind == "turn_completed":
             reason = first_str(upd, "stop_reason", "stopReason") or "end_turn"
             done = self.emit(
-                f"turn@{offset}", "completion", at, "system", f"turn completed: {reason}"
+                f"turn#{self.crc}", "completion", at, "system", f"turn completed: {reason}"
             )
             if reason == "cancelled":
                 self.derived(done, "cancel", "human_intervention", "user", "turn cancelled")
@@ -299,7 +301,7 @@ class _Run:
             if kind == "session_info_update" and first_str(upd, "title"):
                 self.info["title"] = first_str(upd, "title")
             label = first_str(upd, "event_name", "currentModeId", "title") or ""
-            self.emit(f"u@{offset}", "lifecycle", at, "system", f"{kind} {label}".strip())
+            self.emit(f"u#{self.crc}", "lifecycle", at, "system", f"{kind} {label}".strip())
         elif kind not in QUIET_UPDATES and not (kind is None and "usage" in upd):
             self.unknown(kind)  # (a bare ``{usage}`` update is an older turn payload)
 
@@ -309,7 +311,7 @@ class _Run:
                 self.open["t"] = (self.open["t"] + text)[:BODY_LIMIT]
             return
         self.close()
-        self.open = {"g": group, "t": text[:BODY_LIMIT], "ts": at[0], "o": at[1]}
+        self.open = {"g": group, "t": text[:BODY_LIMIT], "ts": at[0], "o": at[1], "c": self.crc}
 
     def close(self) -> None:
         """Emit the joined message whose chunks just ended."""
@@ -317,7 +319,7 @@ class _Run:
             return
         o, self.open = self.open, None
         kind, role = _GROUPS[o["g"]]
-        self.emit(f"u@{o['o']}", kind, (o["ts"], o["o"]), role, o["t"])
+        self.emit(f"u#{o['c']}", kind, (o["ts"], o["o"]), role, o["t"])
 
     def acp_tool(self, upd: Mapping[str, Any], at: Any, first: bool) -> None:
         cid = first_str(upd, "toolCallId")
@@ -325,14 +327,14 @@ class _Run:
         name = first_str(upd, "name") or first_str(tool_meta, "name") or first_str(upd, "title")
         if first:
             args = upd.get("rawInput")
-            key = f"call:{cid}" if cid else f"call@{at[1]}"
+            key = f"call:{cid}" if cid else f"call#{self.crc}"
             self.tool_call(key, name or "tool", cid, args, upd.get("kind"), at)
         status = upd.get("status")
         if status in ("completed", "failed"):
             raw = upd.get("rawOutput")
             text = block_text(upd.get("content")) or (raw if isinstance(raw, str) else "")
             text = text or (dump(raw).decode() if raw is not None else "")
-            key = f"result:{cid}" if cid else f"result@{at[1]}"
+            key = f"result:{cid}" if cid else f"result#{self.crc}"
             self.tool_result(key, cid, text, status == "failed", upd.get("content") or raw, at)
 
     def usage(self, upd: Mapping[str, Any], meta: Mapping[str, Any], ts: int | None) -> None:
@@ -380,7 +382,7 @@ class _Run:
         kind = "retry" if "retry" in lowered else kind
         at = (parse_ts(obj.get("ts", obj.get("timestamp"))), offset)
         self.note_ts(at[0])
-        self.emit(f"ev@{offset}", kind, at, "system", text, body="", is_error=kind == "error")
+        self.emit(f"ev#{self.crc}", kind, at, "system", text, body="", is_error=kind == "error")
 
     # -- chat_history.jsonl (fallback) ------------------------------------------------------
     def chat(self, offset: int, obj: Mapping[str, Any]) -> None:
@@ -393,7 +395,7 @@ class _Run:
             if rtype not in CHAT_TYPES:
                 self.unknown(obj.get("type"))
                 return
-        key, at = f"ch{self.rows}", (None, offset)
+        key, at = f"ch#{self.crc}", (None, offset)
         if first_str(obj, "model_id"):
             self.info["model"] = first_str(obj, "model_id")
         if rtype == "user":
@@ -497,6 +499,7 @@ def _parse_lines(
         except jsonl.LineError as exc:
             run.out.bad.append(BadLine(offset, len(raw), str(exc)))
             continue
+        run.crc = f"{zlib.crc32(raw):08x}"  # events are keyed by content, not position
         handle(offset, obj)
     return run.finish(consumed, len(lines))
 

@@ -31,18 +31,23 @@ def frame(data: bytes, at_eof: bool) -> tuple[list[tuple[int, bytes]], int]:
     read whole and the same line taken early at EOF are the same bytes.
     """
     lines: list[tuple[int, bytes]] = []
-    end = data.rfind(b"\n")
-    consumed = end + 1  # 0 when there is no newline at all
+    consumed = data.rfind(b"\n") + 1  # 0 when there is no newline at all
     if consumed:
+        pieces = data.split(b"\n")
+        pieces.pop()  # the fragment after the last newline (read again next time)
+        append = lines.append
         pos = 0
-        for piece in data[:end].split(b"\n"):
-            if piece.strip():
-                lines.append((pos, piece.rstrip()))
+        for piece in pieces:
+            # rstrip returns the piece itself when there is nothing to cut; an empty result
+            # means the line was blank (only whitespace).
+            line = piece.rstrip()
+            if line:
+                append((pos, line))
             pos += len(piece) + 1
     if at_eof and consumed < len(data):
-        tail = data[consumed:]
-        if tail.strip() and _is_complete_object(tail):
-            lines.append((consumed, tail.rstrip()))
+        tail = data[consumed:].rstrip()
+        if tail and _is_complete_object(tail):
+            lines.append((consumed, tail))
             consumed = len(data)
     return lines, consumed
 

@@ -17,6 +17,10 @@ SHELL_TOOLS: Final = frozenset(
         "run_shell_command",
         "bash",
         "run_terminal_cmd",
+        # Codex: the current shell tool, the containerised one and the unified exec
+        "shell_command",
+        "container.exec",
+        "unified_exec",
     }
 )
 

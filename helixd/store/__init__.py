@@ -170,8 +170,10 @@ class Store:
     async def cursor_for(self, path: str) -> Any:
         return await reader.cursor_for(self.db, path)
 
-    async def sessions_to_analyze(self, now: int, idle_ms: int) -> list[int]:
-        return await reader.sessions_to_analyze(self.db, now, idle_ms)
+    async def sessions_to_analyze(
+        self, now: int, idle_ms: int, max_events: int | None = None
+    ) -> list[int]:
+        return await reader.sessions_to_analyze(self.db, now, idle_ms, max_events)
 
     async def status_facts(self) -> dict[str, Any]:
         return await reader.status_facts(self.db)

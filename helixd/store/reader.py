@@ -191,12 +191,16 @@ async def cursor_for(db: aiosqlite.Connection, path: str) -> Cursor | None:
     return _cursor(row) if row else None
 
 
-async def sessions_to_analyze(db: aiosqlite.Connection, now: int, idle_ms: int) -> list[int]:
+async def sessions_to_analyze(
+    db: aiosqlite.Connection, now: int, idle_ms: int, max_events: int | None = None
+) -> list[int]:
     """Sessions whose digest is missing or older than their last change, and provisional
-    digests of sessions that have now been idle long enough to be closed."""
+    digests of sessions that have now been idle long enough to be closed; with
+    ``max_events``, only sessions that small (a digest costs O(session))."""
+    limit = "" if max_events is None else f" AND events <= {int(max_events)}"
     async with db.execute(
-        "SELECT id FROM sessions WHERE analyzed_at IS NULL OR changed_at > analyzed_at"
-        " UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
+        "SELECT id FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
+        f"{limit} UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
         " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)",
         (now - idle_ms,),
     ) as cur:

@@ -163,6 +163,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             provisional INTEGER NOT NULL,
             json BLOB NOT NULL
         );
+        CREATE INDEX digests_provisional ON digests (session_id) WHERE provisional = 1;
         """,
     ),
 )
