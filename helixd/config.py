@@ -83,8 +83,10 @@ class IngestSettings(_Section):
 class DaemonSettings(_Section):
     """``helixd``: how fast it reacts, how often the scheduled passes run."""
 
+    watch: bool = True  # file events (inotify/FSEvents); off: scanning only
     debounce_ms: int = 20  # quiet time before a changed file is read
     reconcile_seconds: float = 300  # full stat scan (catches what events miss)
+    fallback_scan_seconds: float = 15  # scan interval while some root cannot be watched
     analyze_seconds: float = 60  # digest rebuild of changed sessions
     evict_seconds: float = 3600  # retention pass
     idle_close_minutes: float = 30  # a session idle this long is closed

@@ -76,12 +76,19 @@ class Daemon:
             self.watcher = Watcher(
                 self.index, self.queue.put, self._scan_dir, lambda: self.queue.put(RECONCILE)
             )
-            self.watcher.start(loop)
+            if self.settings.daemon.watch:
+                self.watcher.start(loop)
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._on_stop_signal)
             loop.add_signal_handler(signal.SIGHUP, self._reload)
             self.queue.put(RECONCILE)  # catch up with everything at start
             self._schedule_jobs()
+            if self.watcher.failed:
+                log.warning(
+                    "scanning_fallback",
+                    roots=sorted(self.watcher.failed),
+                    every_s=self.settings.daemon.fallback_scan_seconds,
+                )
             self.scheduler.start()
             async with asyncio.TaskGroup() as tg:
                 worker = tg.create_task(self._worker())
@@ -151,8 +158,14 @@ class Daemon:
         log.info("reloaded", roots=self.index.roots())
 
     def _schedule_jobs(self) -> None:
+        """Jobs from the configuration.  While a root cannot be watched (watching is off, or
+        an inotify limit was hit) the reconcile scan runs at the fallback interval."""
         d = self.settings.daemon
-        self.scheduler.add("reconcile", self._job_reconcile, d.reconcile_seconds)
+        blind = not d.watch or bool(self.watcher and self.watcher.failed)
+        interval = (
+            min(d.reconcile_seconds, d.fallback_scan_seconds) if blind else (d.reconcile_seconds)
+        )
+        self.scheduler.add("reconcile", self._job_reconcile, interval)
         self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
 
     async def _job_reconcile(self) -> str:

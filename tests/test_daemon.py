@@ -263,3 +263,60 @@ def test_helixd_once_does_one_sweep_and_exits(daemon: Helixd, home: Path) -> Non
     )
     assert proc.returncode == 0, proc.stderr
     assert daemon.lookup(SID) is not None
+
+
+def test_with_watching_off_the_reconcile_scan_still_finds_everything(
+    daemon: Helixd, home: Path
+) -> None:
+    """Events are only a latency optimisation: with no watcher at all, changes still arrive."""
+    f = project(home) / f"{SID}.jsonl"
+    f.write_bytes(line(0))
+    daemon.start(HELIX_DAEMON__WATCH="false", HELIX_DAEMON__FALLBACK_SCAN_SECONDS="1")
+    wait_for(lambda: daemon.lookup(SID) is not None, 5, "first scan")
+    with f.open("ab") as fh:
+        fh.write(line(1, "assistant"))
+
+    def arrived() -> bool:
+        d = daemon.lookup(SID)
+        return d is not None and d["cost"]["output_tokens"] == 1  # type: ignore[index]
+
+    wait_for(arrived, 5, "the scan to find the appended line")
+    doc = orjson.loads(daemon.ctl("status", "--json").stdout)
+    assert doc["daemon"]["roots"]["watched"] == []
+    assert daemon.stop() == 0
+
+
+def test_sd_notify_ready_watchdog_and_stopping(daemon: Helixd, home: Path, tmp_path: Path) -> None:
+    import socket
+
+    sock_path = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(sock_path))
+        sock.settimeout(10)
+        daemon.start(NOTIFY_SOCKET=str(sock_path), WATCHDOG_USEC="400000")
+        got: list[str] = []
+        while not any("READY=1" in m for m in got) or not any("WATCHDOG=1" in m for m in got):
+            got.append(sock.recv(4096).decode())
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGTERM)
+        while not any("STOPPING=1" in m for m in got):
+            got.append(sock.recv(4096).decode())
+        daemon.proc.communicate(timeout=10)
+        assert daemon.proc.returncode == 0
+
+
+def test_sighup_rereads_the_configuration(daemon: Helixd, home: Path, tmp_path: Path) -> None:
+    """A root added to the config file is watched after SIGHUP, without a restart."""
+    extra = tmp_path / "elsewhere"
+    cfg = tmp_path / "helix.toml"
+    cfg.write_text("")
+    daemon.start(HELIX_CONFIG=str(cfg))
+    extra_proj = extra / "-p"
+    extra_proj.mkdir(parents=True)
+    sid3 = "5e55e55e-0000-4000-8000-000000000003"
+    (extra_proj / f"{sid3}.jsonl").write_bytes(line(0, sid=sid3))
+    cfg.write_text(f'[agents.claude]\nroots = ["{extra}"]\n')
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: daemon.lookup(sid3) is not None, 5, "the new root after SIGHUP")
+    assert daemon.stop() == 0
