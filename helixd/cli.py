@@ -380,6 +380,81 @@ def _print_status(doc: dict[str, Any]) -> None:
         f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )
+    loss = st.get("data_loss") or {}
+    if loss.get("sessions"):
+        click.echo(
+            f"  DATA LOSS: {loss['sessions']} un-analyzed sessions ({loss['bytes'] / 1e6:,.1f} MB)"
+            " dropped over the hard cap (see `helixctl evict --help`)"
+        )
+
+
+def _daemon_request(ctx: click.Context, op: str, wait: float, **fields: Any) -> None:
+    from helixd.client import DaemonUnavailable, request
+
+    try:
+        reply = request(op, wait, **fields)
+    except DaemonUnavailable as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        ctx.exit(EXIT_STORE)
+    _echo_json(reply)
+    ctx.exit(0 if reply.get("ok") else 1)
+
+
+@main.command()
+@click.pass_context
+def ping(ctx: click.Context) -> None:
+    """Ask the daemon whether it is alive (exit 3 when it does not answer)."""
+    _daemon_request(ctx, "ping", 2.0)
+
+
+@main.command()
+@click.pass_context
+def rescan(ctx: click.Context) -> None:
+    """Ask the daemon for a full reconcile scan now."""
+    _daemon_request(ctx, "rescan", 5.0)
+
+
+@main.command()
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait.")
+@click.pass_context
+def flush(ctx: click.Context, timeout: float) -> None:
+    """Wait until the daemon's work queue is empty."""
+    _daemon_request(ctx, "flush", timeout + 1, timeout=timeout)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("agent")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook(agent: str, args: tuple[str, ...]) -> None:
+    """Deliver an agent hook payload (stdin, or the JSON argument of Codex `notify`) to the
+    daemon; spooled when the daemon is down.  Prints nothing, always exits 0."""
+    from helixd.hookclient import main as hook_main
+
+    sys.exit(hook_main([agent, *args]))
+
+
+from helixd.cli_install import hooks, service  # noqa: E402  (light: click + stdlib)
+
+main.add_command(hooks)
+main.add_command(service)
+
+from helixd.cli_doctor import doctor  # noqa: E402  (light: click + stdlib)
+
+main.add_command(doctor)
+
+
+from helixd.cli_retention import COMMANDS as _RETENTION  # noqa: E402  (evict, env)
+
+for _command in _RETENTION:
+    main.add_command(_command)
+
+
+from helixd import cli_reports  # noqa: E402  (light: click + stdlib)
+
+main.add_command(cli_reports.search)
+main.add_command(cli_reports.report)
+main.add_command(cli_reports.tokens)
+main.add_command(cli_reports.stats)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,9 @@ class RetentionSettings(_Section):
     raw_hard_cap_bytes: ByteSize = 6 * 1024**3
     raw_max_age_days: float = 45
     distilled_cap_bytes: ByteSize = 1024**3
+    # Stage 1 drops analyzed sessions' raw blocks (bulky bodies) and keeps their events;
+    # only when that is not enough do whole sessions' events go (stage 2).
+    stage_payloads_first: bool = True
 
 
 class Settings(BaseSettings):

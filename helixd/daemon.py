@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import sys
 import time
@@ -26,8 +27,9 @@ from typing import Any
 import click
 import structlog
 
-from helixd import __version__, config, digest, logs
+from helixd import __version__, config, digest, eviction, logs, paths, protocol
 from helixd.adapters import REGISTRY
+from helixd.control import Control
 from helixd.ingest import Ingestor, discover
 from helixd.notify import notify, watchdog_interval
 from helixd.pidlock import AlreadyRunning, PidLock
@@ -39,6 +41,7 @@ from helixd.workqueue import RECONCILE, WorkQueue
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0
+SESSION_END = "\0end:"  # queue item: a session-end signal for the uid that follows
 INLINE_DIGEST_EVENTS = 20_000  # bigger sessions are re-digested by the scheduled pass
 
 
@@ -65,12 +68,15 @@ class Daemon:
             "last_error": None,
         }
         self.status = StatusFile(settings.store.db)
+        self.control = Control(self._request)
+        self.socket = paths.socket_path()
 
     def _pairs(self) -> list[tuple[Any, Path]]:
         return config.agent_roots(self.settings, REGISTRY, os.environ, Path.home())
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
+        _raise_fd_limit()
         self.store = await Store.open(self.settings.store.db)
         try:
             self.watcher = Watcher(
@@ -81,6 +87,9 @@ class Daemon:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._on_stop_signal)
             loop.add_signal_handler(signal.SIGHUP, self._reload)
+            how = await self.control.start(self.socket)
+            log.info("socket", path=str(self.socket), how=how)
+            await self._drain_spool()
             self.queue.put(RECONCILE)  # catch up with everything at start
             self._schedule_jobs()
             if self.watcher.failed:
@@ -121,6 +130,7 @@ class Daemon:
         worker.cancel()
 
     async def _close(self) -> None:
+        await self.control.close()
         self.scheduler.shutdown()
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
@@ -167,10 +177,18 @@ class Daemon:
         )
         self.scheduler.add("reconcile", self._job_reconcile, interval)
         self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
+        self.scheduler.add("evict", self._job_evict, d.evict_seconds)
 
     async def _job_reconcile(self) -> str:
         self.queue.put(RECONCILE)
         return "queued"
+
+    async def _job_evict(self) -> dict[str, Any]:
+        """The retention pass (design spec §5); it may ask for an analysis first."""
+        assert self.store is not None
+        return await eviction.evict_pass(
+            self.store, self.settings.retention, now_ms(), self._job_analyze
+        )
 
     async def _job_analyze(self, max_events: int | None = None) -> int:
         """Rebuild the digests that are stale (``max_events``: only of sessions that small;
@@ -180,6 +198,60 @@ class Daemon:
         now = now_ms()
         ids = await self.store.sessions_to_analyze(now, idle_ms, max_events)
         return await digest.analyze(self.store, ids, now, idle_ms)
+
+    async def _request(self, req: protocol.Request) -> dict[str, Any]:
+        """One control-socket request (see ``docs/socket-protocol.md``)."""
+        if req.op == "ping":
+            return {"pong": True, "pid": os.getpid(), "version": __version__}
+        if req.op == "status":
+            return {"status": self.snapshot()}
+        if req.op == "rescan":
+            self.queue.put(RECONCILE)
+            return {"queued": [RECONCILE.strip()]}
+        if req.op == "flush":
+            try:
+                await asyncio.wait_for(self.queue.wait_idle(), req.timeout or 30)
+            except TimeoutError:
+                raise protocol.ProtocolError("flush timed out; the queue is still busy") from None
+            return {"idle": True}
+        return await self._hook(req.agent, req.payload)
+
+    async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
+        """An agent's hook ping: read its transcript now; a session end closes the session.
+        A payload sent without naming its agent is attributed by its transcript's root."""
+        path = protocol.transcript_path(payload)
+        queued: list[str] = []
+        src = self.index.source_for(path) if path else None
+        if src is not None and path:
+            agent = agent or src.adapter.name
+            self.queue.put(path)
+            queued.append(path)
+        else:  # no usable path (Codex notify, Grok, Gemini): a stat scan finds what changed
+            self.queue.put(RECONCILE)
+            queued.append("reconcile")
+        sid = protocol.session_id(payload)
+        ended = bool(sid and agent) and protocol.session_ended(payload)
+        if ended:  # applied by the worker after the transcript queued above was read
+            self.queue.put(f"{SESSION_END}{agent}:{sid}")
+        return {"queued": queued, "session_end": ended}
+
+    async def _drain_spool(self) -> None:
+        """Hook messages written while the daemon was down are served now, then dropped."""
+        spool = paths.spool_path()
+        taken = spool.with_name(spool.name + ".draining")
+        try:
+            os.replace(spool, taken)
+        except FileNotFoundError:
+            return
+        served = 0
+        for line in taken.read_bytes().splitlines():
+            with contextlib.suppress(protocol.ProtocolError):
+                req = protocol.decode(line)
+                if req.op == "hook":
+                    await self._hook(req.agent, req.payload)
+                    served += 1
+        taken.unlink()
+        log.info("spool_drained", messages=served)
 
     def _scan_dir(self, path: str) -> None:
         """A directory appeared inside a root: queue what is already in it (``mkdir -p``
@@ -212,6 +284,10 @@ class Daemon:
             chunk_bytes=self.settings.ingest.chunk_bytes,
             max_line_bytes=self.settings.ingest.max_line_bytes,
         )
+        if item.startswith(SESSION_END):
+            if await self.store.mark_ended(item[len(SESSION_END) :]):
+                await self._job_analyze(INLINE_DIGEST_EVENTS)
+            return
         if item == RECONCILE:
             stats = await self.scheduler.run_now(
                 "reconcile_scan", lambda: ingestor.backfill(discover(self.index.pairs_paths()))
@@ -280,6 +356,15 @@ class Daemon:
         while True:
             notify("WATCHDOG=1")
             await asyncio.sleep(interval)
+
+
+def _raise_fd_limit() -> None:
+    """Socket clients and watched directories need descriptors: lift the soft limit."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)
+        if soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 class _Stop(Exception):

@@ -68,7 +68,8 @@ class Event:
     these into ``seq``/``parent_seq``.  ``body`` is the conversation text kept for search
     and digests; ``payload`` is a bulky body (tool output, thinking, image): only its size
     (``payload_size``, or ``len(payload)``) is stored in the event row; the bytes stay in
-    the raw lines, which can be dropped on their own.
+    the raw lines, which can be dropped on their own.  ``search_text`` is text that is only
+    indexed for full-text search, never stored in the row (a thinking block's text).
     """
 
     session_uid: str
@@ -88,6 +89,7 @@ class Event:
     is_sidechain: bool = False
     anchor: str | None = None
     payload_size: int = 0
+    search_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from helixd.store import Store
+
+if TYPE_CHECKING:
+    from tests.daemon_helpers import Helixd
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -49,14 +56,24 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
     """The caller's environment without Helix's and the agents' own variables (which would
     point the CLI at real logs), with HOME, the store and the XDG dirs inside ``home``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(AGENT_ENV_PREFIXES)}
+    env.pop("XDG_RUNTIME_DIR", None)
     env.update(
         HOME=str(home),
         HELIX_STORE_DB=str(db),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local/share"),
+        HELIX_STATE_DIR=str(home / ".local/state/helix"),
+        HELIX_SOCKET=str(short_socket(db)),
         **extra,
     )
     return env
+
+
+def short_socket(db: Path) -> Path:
+    """A socket path short enough for ``sun_path`` (pytest's tmp paths can be too long),
+    unique per store so that concurrent tests never share a daemon."""
+    digest = hashlib.blake2b(str(db).encode(), digest_size=6).hexdigest()
+    return Path(tempfile.gettempdir()) / f"hx-{digest}.sock"
 
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -82,3 +99,14 @@ def helixctl(home: Path, tmp_path: Path) -> RunCli:
 
     run.db = db  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture
+def daemon(home: Path, tmp_path: Path) -> Iterator[Helixd]:
+    """A ``helixd`` for this test's HOME and store (started by the test, killed after)."""
+    from tests.daemon_helpers import Helixd
+
+    d = Helixd(home, tmp_path / "store" / "helix.db")
+    yield d
+    if d.proc is not None and d.proc.poll() is None:
+        d.stop(signal.SIGKILL)

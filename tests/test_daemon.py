@@ -9,122 +9,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 
-from tests.conftest import FIXTURES, REPO, cli_env
+from tests.conftest import REPO, cli_env
+from tests.daemon_helpers import CODEX, SID, Helixd, line, project, wait_for
 from tests.db_snapshot import snapshot
 from tests.test_crash import write_corpus
-
-SID = "5e55e55e-0000-4000-8000-000000000001"
-CODEX = next((FIXTURES / "codex" / "sessions").rglob("rollout-*.jsonl"))
-
-
-def line(n: int, kind: str = "user", text: str = "hello", sid: str = SID) -> bytes:
-    obj: dict[str, object] = {
-        "type": kind,
-        "uuid": f"{sid}-{n}",
-        "parentUuid": f"{sid}-{n - 1}" if n else None,
-        "sessionId": sid,
-        "timestamp": f"2026-01-01T00:{n // 60 % 60:02d}:{n % 60:02d}Z",
-        "cwd": "/work/live",
-        "message": {"role": kind, "content": text},
-    }
-    if kind == "assistant":
-        obj["message"] = {
-            "id": f"msg_{sid}_{n}",
-            "model": "claude-sonnet-4-5",
-            "role": kind,
-            "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": 100, "output_tokens": n},
-        }
-        obj["requestId"] = f"req_{n}"
-    return orjson.dumps(obj) + b"\n"
-
-
-class Helixd:
-    def __init__(self, home: Path, db: Path) -> None:
-        self.home, self.db = home, db
-        self.env = cli_env(
-            home, db, HELIX_DAEMON__ANALYZE_SECONDS="3600", HELIX_DAEMON__RECONCILE_SECONDS="3600"
-        )
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, **extra: str) -> Helixd:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "helixd.daemon"],
-            env={**self.env, **extra},
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        wait_for(lambda: self.ctl("status").returncode == 0, 10, "daemon to come up")
-        return self
-
-    def ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "helixd.cli", *args],
-            env=self.env,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    def lookup(self, uid: str) -> dict[str, object] | None:
-        proc = self.ctl("lookup", uid, "--json")
-        return orjson.loads(proc.stdout) if proc.returncode == 0 else None
-
-    def idle(self) -> None:
-        """Wait until the daemon has nothing pending and has read every byte."""
-
-        def done() -> bool:
-            doc = orjson.loads(self.ctl("status", "--json").stdout)
-            q = doc["daemon"].get("queue") or {}
-            return (
-                doc["ingest_lag"]["bytes"] == 0
-                and not q.get("pending")
-                and not q.get("in_progress")
-            )
-
-        wait_for(done, 10, "the daemon to catch up")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        try:
-            _, err = self.proc.communicate(timeout=10)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-        self.stderr = err.decode()
-        return self.proc.returncode
-
-
-def wait_for(check: Callable[[], bool], seconds: float, what: str) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < seconds:
-        if check():
-            return time.monotonic() - start
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def daemon(home: Path, tmp_path: Path) -> Iterator[Helixd]:
-    d = Helixd(home, tmp_path / "store" / "helix.db")
-    yield d
-    if d.proc is not None and d.proc.poll() is None:
-        d.stop(signal.SIGKILL)
-
-
-def project(home: Path, name: str = "-work-live") -> Path:
-    p = home / ".claude" / "projects" / name
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 def test_appended_lines_are_visible_to_lookup_within_a_second(daemon: Helixd, home: Path) -> None:
@@ -319,4 +211,36 @@ def test_sighup_rereads_the_configuration(daemon: Helixd, home: Path, tmp_path: 
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: daemon.lookup(sid3) is not None, 5, "the new root after SIGHUP")
+    assert daemon.stop() == 0
+
+
+def test_retention_runs_on_schedule_and_keeps_every_digest(daemon: Helixd, home: Path) -> None:
+    """A budget smaller than the corpus: sessions flow in, analyze and evict run on their
+    own schedule, the store stays under the hard cap and every digest is still looked up."""
+    root = home / ".claude" / "projects"
+    shutil.copytree(
+        REPO / "tests/fixtures/claude",
+        root,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("README*"),
+    )
+    daemon.start(
+        HELIX_RETENTION__RAW_SOFT_CAP_BYTES="200KiB",
+        HELIX_RETENTION__RAW_HARD_CAP_BYTES="400KiB",
+        HELIX_DAEMON__ANALYZE_SECONDS="1",
+        HELIX_DAEMON__EVICT_SECONDS="1",
+    )
+    daemon.idle()
+
+    def evicted() -> bool:
+        jobs = orjson.loads(daemon.ctl("status", "--json").stdout)["daemon"].get("jobs") or {}
+        return bool(jobs.get("evict", {}).get("runs")) and jobs["evict"].get("ok") is True
+
+    wait_for(evicted, 15, "the scheduled retention pass")
+    sessions = orjson.loads(daemon.ctl("sessions", "--all", "--json").stdout)
+    assert len(sessions) > 20
+    missing = [s["uid"] for s in sessions if daemon.lookup(s["uid"]) is None]
+    assert not missing
+    doc = orjson.loads(daemon.ctl("status", "--json").stdout)
+    assert doc["retention"]["raw_bytes"] <= 400 * 1024
     assert daemon.stop() == 0

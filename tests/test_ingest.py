@@ -256,3 +256,24 @@ async def test_chunked_reads_equal_one_read(tmp_path: Path, home: Path) -> None:
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_read_budget_stops_a_big_file_and_the_next_visit_continues(
+    store: Store, home: Path
+) -> None:
+    """One huge file cannot starve the others: the daemon reads at most a budget per visit
+    and comes back; the visits together give exactly one whole read."""
+    f = session_file(home)
+    f.write_bytes(b"".join(record(i, text="z" * 3000) for i in range(200)))
+    src = next(iter(discover([(claude.ADAPTER, home / ".claude/projects")])))
+    ingestor = Ingestor(store, chunk_bytes=64 * 1024)
+    visits = 0
+    while True:
+        visits += 1
+        stats = await ingestor.ingest_file(src, await store.cursor_for(str(f)), budget=100_000)
+        if not stats.more:
+            break
+        assert stats.bytes_read <= 100_000 + 64 * 1024
+    assert visits >= 5
+    assert await count(store, "SELECT count(*) FROM events") == 200
+    assert await count(store, "SELECT offset FROM files") == f.stat().st_size

@@ -272,6 +272,7 @@ class _FileParse:
                     role="assistant",
                     summary=shorten(text),
                     payload_size=len(text),
+                    search_text=text[:BODY_LIMIT],
                 )
             elif btype in ("tool_use", "server_tool_use"):
                 self.tool_use(block, bkey, prev)

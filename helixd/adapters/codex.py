@@ -174,6 +174,10 @@ class _FileParse(ItemMapper):
                 body=body,
                 payload=payload,
                 is_error=is_error,
+                # Reasoning text is indexed for search only (the row keeps its size).
+                search_text=payload[:65536].decode("utf-8", "replace")
+                if kind == "thinking" and payload
+                else "",
             )
         )
         self.last = key

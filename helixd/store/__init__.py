@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar
 
 import aiosqlite
 
-from helixd.store import facts, reader, writer
+from helixd.store import evict, facts, reader, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
@@ -80,6 +80,13 @@ class Store:
         await self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if readonly:
             return
+        async with self.db.execute("SELECT count(*) FROM sqlite_master") as cur:
+            row = await cur.fetchone()
+        if row is not None and row[0] == 0:
+            # A new file: freed pages go back to the file system on `PRAGMA
+            # incremental_vacuum` (eviction).  Only settable before the first table exists;
+            # older stores are converted once by a VACUUM in the eviction path.
+            await self.db.execute("PRAGMA auto_vacuum = INCREMENTAL")
         await self.db.execute("PRAGMA journal_mode = WAL")
         await self.db.execute("PRAGMA synchronous = NORMAL")
         await self.db.execute("PRAGMA foreign_keys = OFF")
@@ -131,6 +138,10 @@ class Store:
     async def commit(self, batch: Batch) -> int:
         """Write one batch of records and its cursor in one transaction; returns file id."""
         return await self.run(self._writer.commit, batch, now_ms())
+
+    async def mark_ended(self, uid: str) -> bool:
+        """Record a session-end signal for ``uid``; False if unknown or already ended."""
+        return await self.run(self._writer.mark_ended, uid, now_ms())
 
     async def mark_gone(self, path: str) -> bool:
         """Record that a source file vanished (its rows stay); False if already known."""
@@ -186,3 +197,25 @@ class Store:
 
     async def totals(self) -> dict[str, Any]:
         return await reader.totals(self.db)
+
+    # -- retention (helixd.store.evict) ----------------------------------------------------
+    async def retention_usage(self) -> dict[str, Any]:
+        """Tier 1 bytes per session (``SessionUsage`` rows), unattributed raw bytes and the
+        distilled (Tier 2) bytes."""
+        return await self.run(evict.measure, self.db._conn)
+
+    async def evict(
+        self, evictions: Sequence[Any], now: int, loss_reason: str = "hard cap"
+    ) -> list[Any]:
+        """Apply a retention plan's evictions; returns those applied."""
+        return await self.run(evict.apply, self.db._conn, list(evictions), now, loss_reason)
+
+    async def shrink(self) -> str:
+        """Return freed pages to the file system (incremental vacuum + WAL truncate)."""
+        return await self.run(evict.shrink, self.db._conn)
+
+    async def retention_log(self) -> dict[str, Any]:
+        return await self.run(evict.retention_log, self.db._conn)
+
+    def file_bytes(self) -> int:
+        return evict.file_bytes(str(self.path))

@@ -105,9 +105,15 @@ async def digest(db: aiosqlite.Connection, session_id: int) -> dict[str, Any] | 
     return orjson.loads(row[0]) if row else None
 
 
+# A session whose events were evicted (stage 2) keeps its digest as it is: rebuilding it
+# from the events left would overwrite the distilled memory with less (docs/storage.md).
+_NOT_EMPTIED: Final = "evict_stage < 2"
+
+
 async def changed_since_analysis(db: aiosqlite.Connection) -> list[int]:
     async with db.execute(
-        "SELECT id FROM sessions WHERE analyzed_at IS NULL OR changed_at > analyzed_at"
+        "SELECT id FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
+        f" AND {_NOT_EMPTIED}"
     ) as cur:
         return [int(r[0]) for r in await cur.fetchall()]
 
@@ -200,8 +206,10 @@ async def sessions_to_analyze(
     limit = "" if max_events is None else f" AND events <= {int(max_events)}"
     async with db.execute(
         "SELECT id FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
-        f"{limit} UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
-        " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)",
+        f" AND {_NOT_EMPTIED}{limit}"
+        " UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
+        " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)"
+        f" AND s.{_NOT_EMPTIED}",
         (now - idle_ms,),
     ) as cur:
         return [int(r[0]) for r in await cur.fetchall()]
@@ -217,5 +225,12 @@ async def status_facts(db: aiosqlite.Connection) -> dict[str, Any]:
     summary["unknown_records"] = (
         await _one(db, "SELECT coalesce(sum(unknown_records), 0) FROM files", ())
     )[0]
+    if await _one(db, "SELECT 1 FROM sqlite_master WHERE name = 'data_loss'", ()):
+        loss = await _one(
+            db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM data_loss", ()
+        )
+        summary["data_loss"] = {"sessions": loss[0], "bytes": loss[1], "last_at": loss[2]}
+        ev = await _one(db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM evictions", ())
+        summary["evictions"] = {"count": ev[0], "bytes": ev[1], "last_at": ev[2]}
     files = await _all(db, "SELECT path, offset, gone_at FROM files", ())
     return {"summary": summary, "files": [tuple(f) for f in files]}

@@ -166,4 +166,140 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         CREATE INDEX digests_provisional ON digests (session_id) WHERE provisional = 1;
         """,
     ),
+    (
+        "m002_retention",
+        """
+        -- 0 = whole, 1 = raw blocks dropped (events stay), 2 = events dropped too.
+        ALTER TABLE sessions ADD COLUMN evict_stage INTEGER NOT NULL DEFAULT 0;
+
+        -- One row per session a retention pass shrank (what went, why, how much).
+        CREATE TABLE evictions (
+            id INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL,
+            session_id INTEGER NOT NULL,
+            uid TEXT NOT NULL,
+            pass TEXT NOT NULL,
+            stage INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            analyzed_at INTEGER
+        );
+        CREATE INDEX evictions_session ON evictions (session_id);
+
+        -- Un-analyzed data dropped on the hard-cap overflow path (spec §5.2 step 4).
+        CREATE TABLE data_loss (
+            id INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL,
+            session_id INTEGER NOT NULL,
+            uid TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "m003_search",
+        """
+        -- Full-text index of the conversation (prompts, answers, thinking, tool commands and
+        -- paths, errors).  Contentless: the text lives only in the index, so a session stays
+        -- searchable after its raw lines and event bodies are evicted.  rowid = events.id.
+        CREATE VIRTUAL TABLE search USING fts5(
+            text, content='', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- What a hit is (durable, no text): survives the deletion of its event row.
+        CREATE TABLE search_docs (
+            id INTEGER PRIMARY KEY,
+            session_id INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            ts INTEGER
+        );
+        CREATE INDEX search_docs_session ON search_docs (session_id);
+        CREATE TEMP TABLE m003_docs AS
+            SELECT id, session_id, kind, ts,
+                CASE WHEN kind = 'tool_call' THEN
+                    CASE WHEN body IS NULL THEN summary WHEN summary = '' THEN body
+                    ELSE summary || char(10) || body END
+                ELSE coalesce(body, summary) END AS text
+            FROM events WHERE kind IN ('user_msg', 'assistant_msg', 'thinking', 'tool_call',
+                'edit', 'test_run', 'error', 'human_intervention');
+        DELETE FROM temp.m003_docs WHERE coalesce(text, '') = '';
+        INSERT INTO search_docs (id, session_id, kind, ts)
+            SELECT id, session_id, kind, ts FROM temp.m003_docs;
+        INSERT INTO search (rowid, text) SELECT id, text FROM temp.m003_docs;
+        DROP TABLE temp.m003_docs;
+        """,
+    ),
+    (
+        "m004_usage_buckets",
+        """
+        -- Usage summed per 15-minute bucket x session x model, kept exact by triggers (a
+        -- fact's credit, timestamp or counters can move on upsert).  Reports read this, not
+        -- the per-response rows: 15 minutes divides every real UTC offset.
+        CREATE TABLE usage_buckets (
+            bucket INTEGER NOT NULL,
+            session_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            responses INTEGER NOT NULL,
+            input INTEGER NOT NULL,
+            output INTEGER NOT NULL,
+            cache_read INTEGER NOT NULL,
+            cache_write_5m INTEGER NOT NULL,
+            cache_write_1h INTEGER NOT NULL,
+            reasoning INTEGER NOT NULL,
+            PRIMARY KEY (bucket, session_id, model)
+        ) WITHOUT ROWID;
+        CREATE INDEX usage_buckets_session ON usage_buckets (session_id);
+        INSERT INTO usage_buckets
+            SELECT coalesce(ts, 0) / 900000, session_id, model, count(*), sum(input),
+                sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h),
+                sum(reasoning)
+            FROM usage GROUP BY 1, 2, 3;
+        CREATE TRIGGER usage_buckets_add AFTER INSERT ON usage BEGIN
+            INSERT INTO usage_buckets VALUES (coalesce(NEW.ts, 0) / 900000, NEW.session_id,
+                NEW.model, 1, NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
+                NEW.cache_write_1h, NEW.reasoning)
+            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
+                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
+                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
+                reasoning = reasoning + excluded.reasoning;
+        END;
+        CREATE TRIGGER usage_buckets_move AFTER UPDATE ON usage
+        WHEN OLD.session_id IS NOT NEW.session_id OR OLD.ts IS NOT NEW.ts
+            OR OLD.model IS NOT NEW.model OR OLD.input != NEW.input OR OLD.output != NEW.output
+            OR OLD.cache_read != NEW.cache_read OR OLD.cache_write_5m != NEW.cache_write_5m
+            OR OLD.cache_write_1h != NEW.cache_write_1h OR OLD.reasoning != NEW.reasoning
+        BEGIN
+            UPDATE usage_buckets SET responses = responses - 1, input = input - OLD.input,
+                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
+                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
+                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
+                reasoning = reasoning - OLD.reasoning
+            WHERE bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
+                AND model = OLD.model;
+            INSERT INTO usage_buckets VALUES (coalesce(NEW.ts, 0) / 900000, NEW.session_id,
+                NEW.model, 1, NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
+                NEW.cache_write_1h, NEW.reasoning)
+            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
+                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
+                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
+                reasoning = reasoning + excluded.reasoning;
+            DELETE FROM usage_buckets WHERE responses = 0
+                AND bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
+                AND model = OLD.model;
+        END;
+        CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN
+            UPDATE usage_buckets SET responses = responses - 1, input = input - OLD.input,
+                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
+                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
+                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
+                reasoning = reasoning - OLD.reasoning
+            WHERE bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
+                AND model = OLD.model;
+            DELETE FROM usage_buckets WHERE responses = 0
+                AND bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
+                AND model = OLD.model;
+        END;
+        """,
+    ),
 )

@@ -26,6 +26,30 @@ from helixd.records import Cursor, Event, Parsed, SessionInfo
 RAW_LEVEL: Final = 3
 IN_CHUNK: Final = 500
 MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
+# Event kinds whose text goes into the full-text index (``search``; migration m003_search
+# backfills with the same rule in SQL).
+SEARCH_KINDS: Final = frozenset(
+    {
+        "user_msg",
+        "assistant_msg",
+        "thinking",
+        "tool_call",
+        "edit",
+        "test_run",
+        "error",
+        "human_intervention",
+    }
+)
+
+
+def search_doc(kind: str, summary: str, body: str | None, extra: str = "") -> str:
+    """The text indexed for one event: index-only text (thinking) first, else the body,
+    else the summary; a tool call indexes its description (tool, path) and its command."""
+    if kind not in SEARCH_KINDS:
+        return ""
+    if kind == "tool_call":
+        return "\n".join(p for p in (summary, body) if p)
+    return extra or body or summary
 
 
 def key64(text: str) -> int:
@@ -363,6 +387,9 @@ class Writer:
             seen, found_anchors = {}, {}
         rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
+        docs: list[tuple[int, str, str, int | None]] = []  # (seq, text, kind, ts)
+        redocs: dict[int, tuple[str, str, int | None]] = {}  # ekey -> (text, kind, ts)
+        first_seq = next_seq
         messages = 0
         done: set[int] = set()
         for ev, key, anchor, parent in zip(items, keys, anchors, parents, strict=True):
@@ -381,11 +408,15 @@ class Writer:
                 file_id,
                 ev.offset,
             )
+            text = search_doc(ev.kind, ev.summary, ev.body, ev.search_text)
             if key in seen:
                 if replace and key not in done:
                     updates.append((*content, session_id, key))
+                    redocs[key] = (text, ev.kind, ev.ts)
                 done.add(key)
                 continue
+            if text:
+                docs.append((next_seq, text, ev.kind, ev.ts))
             done.add(key)
             seen[key] = seq = next_seq
             next_seq += 1
@@ -396,12 +427,95 @@ class Writer:
         if rows:
             self.con.executemany(_INSERT_EVENT, rows)
         if updates:
+            self._unindex(session_id, list(redocs))
             self.con.executemany(_UPDATE_EVENT, updates)
+        if docs or redocs:
+            self._index(session_id, first_seq, docs, redocs)
         self.con.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
             (next_seq, len(rows), messages, now, session_id),
         )
+
+    def mark_ended(self, uid: str, now: int) -> bool:
+        """A session-end signal (hook ping, an agent's own end record): close the session."""
+        cur = self.con.execute(
+            "UPDATE sessions SET ended = 1, changed_at = ? WHERE uid = ? AND ended = 0", (now, uid)
+        )
+        return cur.rowcount > 0
+
+    def _index(
+        self,
+        session_id: int,
+        first_seq: int,
+        docs: Sequence[tuple[int, str, str, int | None]],
+        redocs: dict[int, tuple[str, str, int | None]],
+    ) -> None:
+        """Add the new (and rewritten) events' text to the full-text index, in the same
+        transaction as the rows: rowid = the event's id."""
+        found: list[tuple[int, str, str, int | None]] = []
+        if docs:
+            ids = dict(
+                self.con.execute(
+                    "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ?",
+                    (session_id, first_seq),
+                ).fetchall()
+            )
+            found.extend((ids[seq], text, kind, ts) for seq, text, kind, ts in docs if seq in ids)
+        if redocs:
+            by_key = self._event_ids(session_id, list(redocs))
+            found.extend(
+                (by_key[k], text, kind, ts)
+                for k, (text, kind, ts) in redocs.items()
+                if text and k in by_key
+            )
+        if not found:
+            return
+        self.con.executemany(
+            "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
+            [(i, session_id, kind, ts) for i, _, kind, ts in found],
+        )
+        self.con.executemany(
+            "INSERT INTO search (rowid, text) VALUES (?, ?)", [(i, t) for i, t, _, _ in found]
+        )
+
+    def _event_ids(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for i in range(0, len(keys), IN_CHUNK):
+            part = keys[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(part))
+            rows = self.con.execute(
+                f"SELECT ekey, id FROM events WHERE session_id = ? AND ekey IN ({marks})",
+                (session_id, *part),
+            ).fetchall()
+            found.update({int(k): int(v) for k, v in rows})
+        return found
+
+    def _unindex(self, session_id: int, keys: Sequence[int]) -> None:
+        """Remove the index entries of events about to be rewritten.  A contentless index
+        deletes by the exact text it indexed, rebuilt here from the stored row (whole-file
+        adapters set no index-only text).  A row whose body was evicted cannot be rebuilt:
+        its old entry stays (it still points at the same event)."""
+        evicted = self.con.execute(
+            "SELECT evicted_at IS NOT NULL FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if evicted and evicted[0]:
+            return
+        for i in range(0, len(keys), IN_CHUNK):
+            part = keys[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(part))
+            rows = self.con.execute(
+                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
+                " JOIN search_docs d ON d.id = e.id"
+                f" WHERE e.session_id = ? AND e.ekey IN ({marks})",
+                (session_id, *part),
+            ).fetchall()
+            olds = [(i, search_doc(k, s, b)) for i, k, s, b in rows]
+            self.con.executemany(
+                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
+                [(i, t) for i, t in olds if t],
+            )
+            self.con.executemany("DELETE FROM search_docs WHERE id = ?", [(i,) for i, _ in olds])
 
     def mark_gone(self, path: str, now: int) -> bool:
         return (

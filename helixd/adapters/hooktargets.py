@@ -1,0 +1,137 @@
+"""Where each agent reads its hooks and what ``helixctl hooks install`` puts there.
+
+Plain data, like the registry: the caller passes the home directory, the environment and the
+absolute path of ``helixctl``; nothing here reads a file.  The generic editors in
+``helixd/hooks/`` apply these targets without naming an agent (see docs/operations.md and
+ecosystem.md §1.7).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["json", "owned", "toml-argv"]
+
+
+@dataclass(frozen=True)
+class HookTarget:
+    """One file to edit for one agent.
+
+    ``json``: merge ``groups`` (event name -> one matcher group) into a settings file of the
+    shape ``{"hooks": {event: [group, ...]}}``.  ``owned``: a file Helix owns entirely
+    (install writes it, uninstall deletes it).  ``toml-argv``: a top-level argv array ``key``
+    in a TOML file, set to ``argv``; an existing program is chained after ``chain_flag``.
+    """
+
+    agent: str
+    kind: Kind
+    path: Path
+    root: Path  # the agent's config directory: absent means the agent is not installed
+    groups: tuple[tuple[str, dict[str, Any]], ...] = ()
+    argv: tuple[str, ...] = ()
+    key: str = ""
+    chain_flag: str = "--then"
+    only_if_exists: bool = False
+    comments: bool = False  # the agent's own parser accepts comments (JSONC)
+    note: str = ""  # told to the user after an install that changed the file
+
+
+def _dir(value: str, home: Path) -> Path:
+    value = value.strip()
+    if value == "~" or value.startswith("~/"):
+        return home / value[2:]
+    return Path(value)
+
+
+def _cmd(exe: str, *args: str) -> str:
+    return " ".join(shlex.quote(a) for a in (exe, *args))
+
+
+def _group(command: str, matcher: str | None = None, **handler: Any) -> dict[str, Any]:
+    group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+    group["hooks"] = [{"type": "command", "command": command, **handler}]
+    return group
+
+
+def claude(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """``$CLAUDE_CONFIG_DIR`` (its first directory) or ``~/.claude``: ``settings.json``."""
+    dirs = [d for d in env.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
+    root = _dir(dirs[0], home) if dirs else home / ".claude"
+    cmd = _cmd(exe, "hook", "claude")
+    groups = (
+        ("SessionStart", _group(cmd, timeout=5)),
+        ("Stop", {"hooks": [{"type": "command", "command": cmd, "async": True, "timeout": 10}]}),
+        ("SessionEnd", _group(cmd, timeout=5)),
+    )
+    return (HookTarget("claude", "json", root / "settings.json", root, groups=groups),)
+
+
+def codex(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """``notify`` in ``$CODEX_HOME/config.toml`` (chained), and ``hooks.json`` where present
+    (Codex >= 0.145 fires SessionStart, Stop and SessionEnd there)."""
+    homes = [d for d in env.get("CODEX_HOME", "").split(",") if d.strip()]
+    root = _dir(homes[0], home) if homes else home / ".codex"
+    cmd = _cmd(exe, "hook", "codex")
+    groups = (
+        ("SessionStart", _group(cmd, matcher="startup|resume|clear", timeout=5)),
+        ("Stop", _group(cmd, timeout=5)),
+        ("SessionEnd", _group(cmd, timeout=3)),
+    )
+    return (
+        HookTarget(
+            "codex",
+            "toml-argv",
+            root / "config.toml",
+            root,
+            argv=(exe, "hook", "codex-notify"),
+            key="notify",
+        ),
+        HookTarget(
+            "codex",
+            "json",
+            root / "hooks.json",
+            root,
+            groups=groups,
+            only_if_exists=True,
+            note="Codex runs new hooks only once trusted: open /hooks in Codex and trust them",
+        ),
+    )
+
+
+def grok(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """Grok Build merges every ``$GROK_HOME/hooks/*.json``: Helix owns ``helix.json``."""
+    base = env.get("GROK_HOME", "").strip()
+    root = _dir(base, home) if base else home / ".grok"
+    cmd = _cmd(exe, "hook", "grok")
+    groups = tuple(
+        (event, _group(cmd, timeout=5)) for event in ("SessionStart", "Stop", "SessionEnd")
+    )
+    return (HookTarget("grok", "owned", root / "hooks" / "helix.json", root, groups=groups),)
+
+
+def gemini(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """``$GEMINI_CLI_HOME/.gemini/settings.json`` (else ``~/.gemini``); named ``helix-*``
+    handlers, timeouts in milliseconds.  The CLI accepts comments in this file."""
+    base = env.get("GEMINI_CLI_HOME", "").strip()
+    root = (_dir(base, home) if base else home) / ".gemini"
+    cmd = _cmd(exe, "hook", "gemini")
+    groups = tuple(
+        (event, {"hooks": [{"name": name, "type": "command", "command": cmd, "timeout": 3000}]})
+        for event, name in (
+            ("SessionStart", "helix-session-start"),
+            ("AfterAgent", "helix-after-agent"),
+            ("SessionEnd", "helix-session-end"),
+        )
+    )
+    return (
+        HookTarget("gemini", "json", root / "settings.json", root, groups=groups, comments=True),
+    )
+
+
+TargetsFor = Callable[[Path, Mapping[str, str], str], tuple[HookTarget, ...]]
+
+TARGETS: dict[str, TargetsFor] = {"claude": claude, "codex": codex, "grok": grok, "gemini": gemini}

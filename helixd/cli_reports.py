@@ -1,0 +1,491 @@
+"""``helixctl search | report | tokens | stats``: answers from the store, never from files.
+
+Kept light on purpose (whole-process time is the figure that matters): no event loop, no
+config parsing when ``HELIX_STORE_DB`` names the store, and rich only for terminal tables.
+Exit codes as the rest of ``helixctl``: 2 usage error (a bad FTS5 query included), 3 no
+usable store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_USAGE = 2
+EXIT_STORE = 3
+PERIODS = ("daily", "weekly", "monthly", "session")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _db(ctx: click.Context) -> Path:
+    """The store path: ``HELIX_STORE_DB`` wins over the config file anyway, so the (slow)
+    settings are loaded only when it is not set."""
+    env = os.environ.get("HELIX_STORE_DB")
+    if env:
+        return Path(env).expanduser()
+    from helixd.cli import _settings
+
+    ctx.ensure_object(dict)
+    return Path(_settings(ctx).store.db)
+
+
+def _queries() -> Any:
+    """``helixd.store.queries`` without running the store package's ``__init__`` (aiosqlite,
+    asyncio, zstandard: about half of a report's 100 ms); the real module when the package
+    is loaded already."""
+    name = "helixd.store.queries"
+    module = sys.modules.get(name)
+    if module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).parent / "store" / "queries.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _connect(ctx: click.Context) -> Any:
+    queries = _queries()
+    try:
+        return queries.connect(_db(ctx))
+    except queries.NoStore as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        ctx.exit(EXIT_STORE)
+
+
+def _echo_json(value: Any) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def _prices() -> Any:
+    from helixd.usage_report import load_prices
+
+    return load_prices((Path(__file__).parent / "prices.json").read_bytes())
+
+
+def _tz(value: str | None) -> Any:
+    if not value:
+        return None
+    if value.upper() in ("UTC", "Z"):
+        from datetime import UTC
+
+        return UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise click.BadParameter(f"unknown time zone {value!r}", param_hint="--timezone") from exc
+
+
+def _instant(value: str | None, hint: str) -> int | None:
+    """An ISO-8601 time (or ``YYYYMMDD``/``YYYY-MM-DD``; no zone = UTC) in epoch ms."""
+    if value is None:
+        return None
+    from helixd.timeparse import parse_ts
+
+    text = value.strip()
+    if re.fullmatch(r"\d{8}", text):
+        text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+    ms = parse_ts(text)
+    if ms is None:
+        raise click.BadParameter(f"not a time: {value!r} (use ISO-8601)", param_hint=hint)
+    return ms
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+# -- search --------------------------------------------------------------------------------
+@click.command()
+@click.argument("query")
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option("--since", default=None, help="From this time (ISO-8601 or YYYYMMDD, UTC).")
+@click.option("--until", default=None, help="Before this time.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    help="Only events of this kind: user_msg, assistant_msg, thinking, tool_call, edit,"
+    " test_run, error, human_intervention (repeatable).",
+)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    agents: tuple[str, ...],
+    repo: str | None,
+    since: str | None,
+    until: str | None,
+    kinds: tuple[str, ...],
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Full-text search of every session (SQLite FTS5 syntax: "a phrase", prefix*,
+    AND / OR / NOT, NEAR(a b)).  Best matches first."""
+    queries = _queries()
+    from helixd.timeparse import iso
+    from helixd.usage_report import query_terms, snippet
+
+    lo, hi = _instant(since, "--since"), _instant(until, "--until")
+    con = _connect(ctx)
+    try:
+        hits = queries.search(con, query, limit, agents, repo, lo, hi, kinds)
+    except queries.QueryError as exc:
+        click.echo(f"helixctl: bad search query {query!r}: {exc}", err=True)
+        click.echo(
+            'FTS5 syntax: words, "a phrase", prefix*, AND / OR / NOT, NEAR(a b);'
+            " quote words that contain punctuation.",
+            err=True,
+        )
+        ctx.exit(EXIT_USAGE)
+    finally:
+        con.close()
+    terms = query_terms(query)
+    tty = sys.stdout.isatty() and not as_json
+    mark = ("\x1b[1;33m", "\x1b[0m") if tty else ("[", "]")
+    for h in hits:
+        text = h.pop("body") or h["summary"] or h["title"] or ""
+        h["snippet"] = snippet(text, terms, mark=mark)
+        h["timestamp"] = iso(h["ts"])
+        h["score"] = round(-h["score"], 4)  # bm25: lower is better; shown higher-is-better
+    if as_json:
+        _echo_json(hits)
+        return
+    if not hits:
+        click.echo("no matches", err=True)
+        return
+    for h in hits:
+        when = (h["timestamp"] or "?")[:16].replace("T", " ")
+        click.echo(f"{when}  {h['session_uid']}  {h['repo'] or '-'}  {h['kind']}")
+        click.echo(f"    {h['snippet']}")
+
+
+# -- report --------------------------------------------------------------------------------
+@click.command()
+@click.argument("period", type=click.Choice(PERIODS))
+@click.option("--since", default=None, help="First day (YYYYMMDD or YYYY-MM-DD), inclusive.")
+@click.option("--until", default=None, help="Last day, inclusive.")
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option("--model", default=None, help="Only this model (or its dated versions).")
+@click.option("--breakdown", is_flag=True, help="Show per-model rows in the table.")
+@click.option(
+    "--timezone", "-z", "timezone", default=None, help="Time zone for days (default: local)."
+)
+@click.option(
+    "--start-of-week",
+    type=click.Choice(_WEEKDAYS),
+    default="sunday",
+    show_default=True,
+    help="First day of a week (weekly).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (ccusage's shapes).")
+@click.pass_context
+def report(
+    ctx: click.Context,
+    period: str,
+    since: str | None,
+    until: str | None,
+    agents: tuple[str, ...],
+    repo: str | None,
+    model: str | None,
+    breakdown: bool,
+    timezone: str | None,
+    start_of_week: str,
+    as_json: bool,
+) -> None:
+    """Token usage and cost per day, week, month or session, from the store."""
+    queries = _queries()
+    from helixd.usage_report import BUCKET_MS, day_start_ms, parse_day
+
+    tz = _tz(timezone)
+    try:
+        lo = day_start_ms(parse_day(since), tz) // BUCKET_MS if since else None
+        hi = None
+        if until:
+            from datetime import timedelta
+
+            hi = day_start_ms(parse_day(until) + timedelta(days=1), tz) // BUCKET_MS
+    except ValueError as exc:
+        raise click.BadParameter(f"not a day: {exc} (use YYYYMMDD)") from exc
+    _, prices = _prices()
+    con = _connect(ctx)
+    try:
+        if period == "session":
+            from helixd.timeparse import iso
+            from helixd.usage_report import session_report
+
+            rows = queries.usage_by_session(con, lo, hi, agents, repo, model)
+            doc = session_report(rows, prices, iso)
+        else:
+            from helixd.usage_report import period_report
+
+            rows = queries.usage_by_bucket(con, lo, hi, agents, repo, model)
+            week_start = _WEEKDAYS.index(start_of_week)
+            doc = period_report(rows, period, tz, prices, week_start)
+    finally:
+        con.close()
+    if as_json:
+        _echo_json(doc)
+    else:
+        _print_report(doc, period, breakdown)
+
+
+def _print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
+    from rich.table import Table
+
+    key = {"daily": "date", "weekly": "week", "monthly": "month", "session": "sessionId"}[period]
+    entries = doc["sessions" if period == "session" else period]
+    table = Table(title=f"Token usage ({period})")
+    for col in ("", "Models", "Input", "Output", "Cache write", "Cache read", "Total", "Cost"):
+        table.add_column(col, justify="left" if col in ("", "Models") else "right")
+
+    def row(name: str, e: dict[str, Any], models: str, style: str | None = None) -> None:
+        table.add_row(
+            name,
+            models,
+            f"{e['inputTokens']:,}",
+            f"{e['outputTokens']:,}",
+            f"{e['cacheCreationTokens']:,}",
+            f"{e['cacheReadTokens']:,}",
+            f"{e['totalTokens']:,}",
+            f"${e.get('totalCost', e.get('cost', 0.0)):,.2f}",
+            style=style,
+        )
+
+    for e in entries:
+        row(str(e[key]), e, ", ".join(e["modelsUsed"]))
+        if breakdown:
+            for b in e["modelBreakdowns"]:
+                row("  └", b, b["modelName"], style="dim")
+    table.add_section()
+    row("Total", doc["totals"], "", style="bold")
+    _console().print(table)
+
+
+# -- tokens --------------------------------------------------------------------------------
+def _read_phases(path: Path) -> list[tuple[int, str]]:
+    import orjson
+
+    from helixd.timeparse import parse_ts
+
+    out: list[tuple[int, str]] = []
+    for n, line in enumerate(path.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+            ts = parse_ts(obj.get("timestamp"))
+            phase = obj.get("phase") or obj.get("to_node")
+        except (orjson.JSONDecodeError, AttributeError):
+            ts, phase = None, None
+        if ts is None or not isinstance(phase, str):
+            raise click.BadParameter(
+                f"{path}:{n}: want a JSON object with `timestamp` and `phase`",
+                param_hint="--phases",
+            )
+        out.append((ts, phase))
+    return out
+
+
+@click.command()
+@click.option("--repo", required=True, help="Repo name, or a path (sessions at or under it).")
+@click.option("--since", required=True, help="Start (ISO-8601; no zone = UTC), inclusive.")
+@click.option("--until", default=None, help="End, exclusive (default: open).")
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option(
+    "--phases",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="JSONL of {timestamp, phase} transitions: usage per phase over [t_i, t_i+1).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def tokens(
+    ctx: click.Context,
+    repo: str,
+    since: str,
+    until: str | None,
+    agents: tuple[str, ...],
+    phases: Path | None,
+    as_json: bool,
+) -> None:
+    """Usage of every session and file of a repo in a time range, optionally per phase."""
+    queries = _queries()
+    from helixd.timeparse import iso
+    from helixd.usage_report import attribute
+
+    lo = _instant(since, "--since")
+    hi = _instant(until, "--until")
+    assert lo is not None
+    transitions = _read_phases(phases) if phases else []
+    _, prices = _prices()
+    con = _connect(ctx)
+    try:
+        records, sessions = queries.usage_records(con, lo, hi, repo, agents)
+    finally:
+        con.close()
+    doc = attribute(records, transitions, prices)
+    for p in doc["phases"]:
+        p["start"], p["end"] = iso(p["start"]), iso(p["end"])
+    result = {
+        "repo": repo,
+        "since": iso(lo),
+        "until": iso(hi),
+        "sessions": [
+            {"uid": u, "agent": a, "cwd": c, "started_at": iso(s), "ended_at": iso(e), "files": f}
+            for u, a, c, s, e, f in sessions
+        ],
+        "files": sum(s[5] for s in sessions),
+        **doc,
+    }
+    if as_json:
+        _echo_json(result)
+        return
+    t = result["total"]
+    click.echo(
+        f"{repo}: {len(sessions)} sessions, {result['files']} files,"
+        f" {t['totalTokens']:,} tokens (in {t['inputTokens']:,}, out {t['outputTokens']:,},"
+        f" cache read {t['cacheReadTokens']:,}, write {t['cacheCreationTokens']:,}),"
+        f" ${t['totalCost']:,.2f}"
+    )
+    for p in result["phases"]:
+        click.echo(
+            f"  {p['phase']:24} {p['start'] or '-':24} {p['totalTokens']:>14,}"
+            f"  ${p['totalCost']:,.2f}"
+        )
+
+
+# -- stats ---------------------------------------------------------------------------------
+@click.command()
+@click.option("--since", default=None, help="From this time (ISO-8601 or YYYYMMDD, UTC).")
+@click.option("--top", default=15, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> None:
+    """Sessions and spend by agent, repo and model; tool success rates; most-edited
+    files; test runs by framework; interventions and errors per session."""
+    queries = _queries()
+    from helixd.usage_report import COUNTERS, cost, test_framework
+
+    lo = _instant(since, "--since")
+    _, prices = _prices()
+    con = _connect(ctx)
+    try:
+        raw = queries.stats(con, lo, top)
+    finally:
+        con.close()
+
+    def spend() -> dict[str, Any]:
+        return {"sessions": 0, "tokens": 0, "cost": 0.0}
+
+    by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    for agent, repo, n in raw["sessions"]:
+        for dim, key in (("agent", agent), ("repo", repo or "-")):
+            by[dim].setdefault(key, spend())["sessions"] += n
+    for agent, repo, model, *c in raw["usage"]:
+        usd = cost(prices, model, c)
+        total = c[0] + c[1] + c[2] + c[3] + c[4]
+        for dim, key in (("agent", agent), ("repo", repo or "-"), ("model", model)):
+            s = by[dim].setdefault(key, spend())
+            s["tokens"] += total
+            s["cost"] += usd
+    assert len(COUNTERS) == 7
+    tools = [
+        {"tool": t, "calls": n, "errors": e or 0, "success_rate": round(1 - (e or 0) / n, 4)}
+        for t, n, e in raw["tools"]
+    ]
+    tests: dict[str, dict[str, int]] = {}
+    for command, failed in raw["tests"]:
+        fw = tests.setdefault(test_framework(command or ""), {"runs": 0, "passed": 0, "failed": 0})
+        fw["runs"] += 1
+        if failed is not None:
+            fw["failed" if failed else "passed"] += 1
+    per_session = sorted(raw["per_session"], key=lambda r: -(r[1] + r[2]))
+    doc = {
+        "since": since,
+        "by_agent": by["agent"],
+        "by_repo": dict(sorted(by["repo"].items(), key=lambda kv: -kv[1]["cost"])[:top]),
+        "by_model": by["model"],
+        "tools": tools,
+        "files": [{"path": p, "edits": n, "sessions": s} for p, n, s in raw["files"]],
+        "tests": {
+            k: {**v, "pass_rate": round(v["passed"] / (v["passed"] + v["failed"]), 4)}
+            if v["passed"] + v["failed"]
+            else {**v, "pass_rate": None}
+            for k, v in tests.items()
+        },
+        "interventions_and_errors": {
+            "sessions_with_any": len(per_session),
+            "interventions": sum(r[1] for r in per_session),
+            "errors": sum(r[2] for r in per_session),
+            "top": [
+                {"session_uid": u, "interventions": i, "errors": e} for u, i, e in per_session[:top]
+            ],
+        },
+    }
+    if as_json:
+        _echo_json(doc)
+    else:
+        _print_stats(doc)
+
+
+def _print_stats(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = _console()
+    for dim in ("agent", "repo", "model"):
+        table = Table(title=f"By {dim}")
+        for col in (dim, "Sessions", "Tokens", "Cost"):
+            table.add_column(col, justify="left" if col == dim else "right")
+        for key, s in doc[f"by_{dim}"].items():
+            sessions = "" if dim == "model" else f"{s['sessions']:,}"
+            table.add_row(key, sessions, f"{s['tokens']:,}", f"${s['cost']:,.2f}")
+        console.print(table)
+    table = Table(title="Tool results")
+    for col in ("Tool", "Calls", "Errors", "Success"):
+        table.add_column(col, justify="left" if col == "Tool" else "right")
+    for t in doc["tools"]:
+        table.add_row(t["tool"], f"{t['calls']:,}", f"{t['errors']:,}", f"{t['success_rate']:.1%}")
+    console.print(table)
+    table = Table(title="Most edited files")
+    for col in ("File", "Edits", "Sessions"):
+        table.add_column(col, justify="left" if col == "File" else "right")
+    for f in doc["files"]:
+        table.add_row(f["path"], str(f["edits"]), str(f["sessions"]))
+    console.print(table)
+    table = Table(title="Test runs (pass = the command's tool call did not fail)")
+    for col in ("Framework", "Runs", "Passed", "Failed", "Pass rate"):
+        table.add_column(col, justify="left" if col == "Framework" else "right")
+    for name, v in doc["tests"].items():
+        rate = "-" if v["pass_rate"] is None else f"{v['pass_rate']:.1%}"
+        table.add_row(name, str(v["runs"]), str(v["passed"]), str(v["failed"]), rate)
+    console.print(table)
+    ie = doc["interventions_and_errors"]
+    console.print(
+        f"Interventions {ie['interventions']:,}, errors {ie['errors']:,}"
+        f" in {ie['sessions_with_any']:,} sessions"
+    )
+    for r in ie["top"]:
+        console.print(
+            f"  {r['session_uid']}: {r['interventions']} interventions, {r['errors']} errors"
+        )

@@ -1,0 +1,49 @@
+"""Where the daemon's socket and the hook spool live (standard library only: the hook entry
+point imports this).
+
+* socket: ``$HELIX_SOCKET``, else ``$XDG_RUNTIME_DIR/helix/helixd.sock``, else the state
+  directory's ``helixd.sock``;
+* state directory: ``$HELIX_STATE_DIR``, else ``$XDG_STATE_HOME/helix`` (``~/.local/state``)
+  on Linux, ``~/Library/Application Support/helix`` on macOS;
+* spool: ``<state dir>/hook-spool.ndjson`` (hook messages written while the daemon is down).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+MAX_SUN_PATH = 104  # macOS; Linux allows 108
+
+
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    if environ.get("HELIX_STATE_DIR"):
+        return Path(environ["HELIX_STATE_DIR"])
+    home = Path(environ.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "helix"
+    return Path(environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "helix"
+
+
+def socket_path(environ: Mapping[str, str] = os.environ) -> Path:
+    if environ.get("HELIX_SOCKET"):
+        return Path(environ["HELIX_SOCKET"])
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "helix" / "helixd.sock"
+    return state_dir(environ) / "helixd.sock"
+
+
+def spool_path(environ: Mapping[str, str] = os.environ) -> Path:
+    return state_dir(environ) / "hook-spool.ndjson"
+
+
+def check_socket_path(path: Path) -> None:
+    """Raise ValueError when ``path`` is too long for ``sun_path``."""
+    if len(os.fsencode(path)) >= MAX_SUN_PATH:
+        raise ValueError(
+            f"socket path too long for a Unix socket ({len(str(path))} bytes): "
+            f"{path}; set HELIX_SOCKET to a shorter path"
+        )

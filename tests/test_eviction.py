@@ -1,0 +1,328 @@
+"""Retention end to end on a real store built from the real Claude fixtures: `helixctl
+evict`, the page accounting, the hard-cap path, the legacy-store conversion, and the
+correlation exports (`helixctl env`, `lookup` through HELIX_STORE_DB)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from helixd.cli import main
+from helixd.cli_retention import export_lines
+from helixd.config import RetentionSettings
+from helixd.eviction import evict_pass
+from helixd.retention import Policy, select_evictions
+from helixd.store import Store, evict, now_ms
+from tests.conftest import REPO, cli_env, copy_claude_fixtures
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A store with every Claude fixture ingested and analyzed (built once)."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".claude" / "projects").mkdir(parents=True)
+    copy_claude_fixtures(home)
+    db = tmp_path_factory.mktemp("tpl") / "helix.db"
+    subprocess.run(
+        [sys.executable, "-m", "helixd.cli", "ingest", "--json"],
+        env=cli_env(home, db),
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    return home, db
+
+
+@pytest.fixture
+def db(template: tuple[Path, Path], tmp_path: Path) -> Path:
+    copy = tmp_path / "store" / "helix.db"
+    copy.parent.mkdir()
+    shutil.copy(template[1], copy)
+    return copy
+
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli(db: Path, tmp_path: Path) -> Cli:
+    """`helixctl` in process (the real click commands) against ``db``."""
+
+    def run(*argv: str, **extra: str) -> Result:
+        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("HELIX_")}
+        env.update(HELIX_STORE_DB=str(db), XDG_CONFIG_HOME=str(tmp_path / "cfg"), **extra)
+        return CliRunner().invoke(main, list(argv), env=env, catch_exceptions=False)
+
+    return run
+
+
+def q(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+USAGE = "SELECT count(*), sum(input), sum(output), sum(cache_read), sum(cache_write_5m) FROM usage"
+TINY = {"HELIX_RETENTION__RAW_SOFT_CAP_BYTES": "1", "HELIX_RETENTION__RAW_HARD_CAP_BYTES": "1"}
+
+
+def test_a_tiny_budget_evicts_everything_analyzed_and_keeps_tier_2(db: Path, cli: Cli) -> None:
+    usage = q(db, USAGE)
+    digests = dict(q(db, "SELECT session_id, json FROM digests"))
+    uids = [u for (u,) in q(db, "SELECT uid FROM sessions WHERE analyzed_at IS NOT NULL")]
+    assert len(digests) == len(uids) >= 30
+
+    dry = cli("evict", "--dry-run", "--json", **TINY)
+    assert dry.exit_code == 0, dry.output
+    plan = orjson.loads(dry.stdout)
+    assert plan["dry_run"] and plan["evictions"] and plan["data_loss"] == []
+    assert q(db, "SELECT count(*) FROM sessions WHERE evicted_at IS NOT NULL") == [(0,)]
+
+    size_before = db.stat().st_size
+    run = cli("evict", "--json", **TINY)
+    assert run.exit_code == 0, run.output
+    done = orjson.loads(run.stdout)
+    assert done["applied"] == len(plan["evictions"])
+    assert done["bytes_freed"] == plan["bytes_planned"] > 0
+    # nearly all the file was freed: a VACUUM (costs what is left) rather than moving pages
+    assert done["data_loss"] == [] and done["vacuum"] == "vacuum"
+    assert q(db, "PRAGMA auto_vacuum") == [(2,)]
+    # the file really shrank, by about what was counted
+    assert done["file_bytes_after"] == db.stat().st_size < size_before
+    assert size_before - db.stat().st_size >= 0.7 * done["bytes_freed"]
+    # Tier 1 is gone, Tier 2 is whole
+    assert q(db, "SELECT count(*) FROM raw_blocks WHERE file_id IN"
+             " (SELECT id FROM files WHERE session_id IS NOT NULL)") == [(0,)]  # fmt: skip
+    assert q(db, "SELECT count(*) FROM events") == [(0,)]
+    assert q(db, USAGE) == usage
+    assert dict(q(db, "SELECT session_id, json FROM digests")) == digests
+    # every session that held Tier 1 rows is marked (the others had nothing to drop)
+    assert q(db, "SELECT count(*) FROM sessions WHERE events > 0 AND"
+             " (evicted_at IS NULL OR evict_stage != 2)") == [(0,)]  # fmt: skip
+    assert q(db, "SELECT count(*) FROM sessions WHERE evict_stage = 2")[0][0] >= 20
+    # every digest is still looked up
+    for uid in uids:
+        found = cli("lookup", uid, "--json")
+        assert found.exit_code == 0, (uid, found.output)
+        assert orjson.loads(found.stdout)["session_uid"] == uid
+    # the sessions list still shows them
+    listed = orjson.loads(cli("sessions", "--all", "--limit", "1000", "--json").stdout)
+    assert {r["uid"] for r in listed} >= set(uids)
+    # a second pass has nothing left to do
+    again = orjson.loads(cli("evict", "--json", **TINY).stdout)
+    assert again["evictions"] == [] and again["vacuum"] is None
+
+
+def test_stage_one_drops_raw_blocks_and_keeps_the_conversation(db: Path, cli: Cli) -> None:
+    events = q(db, "SELECT count(*) FROM events")
+    # a budget just under the usage: the raw blocks of the oldest analyses go, no events
+    usage = orjson.loads(cli("evict", "--dry-run", "--json").stdout)["usage_before"]
+    raw = q(db, "SELECT sum(length(data)) FROM raw_blocks")[0][0]
+    soft = str(usage - raw // 2)
+    out = orjson.loads(cli("evict", "--json", HELIX_RETENTION__RAW_SOFT_CAP_BYTES=soft).stdout)
+    assert out["evictions"] and {e["stage"] for e in out["evictions"]} == {1}
+    assert out["vacuum"] == "incremental_vacuum"
+    assert out["file_bytes_after"] < out["file_bytes_before"]
+    assert out["usage_after"] <= int(soft)
+    assert q(db, "SELECT count(*) FROM events") == events
+    assert q(db, "SELECT count(*) FROM raw_blocks")[0][0] > 0
+    assert q(db, "SELECT DISTINCT evict_stage FROM sessions WHERE evicted_at IS NOT NULL") == [(1,)]
+    # with staging off, whole sessions go at once
+    out = orjson.loads(
+        cli(
+            "evict",
+            "--json",
+            HELIX_RETENTION__RAW_SOFT_CAP_BYTES=str(int(soft) // 2),
+            HELIX_RETENTION__STAGE_PAYLOADS_FIRST="false",
+        ).stdout
+    )
+    assert out["evictions"] and {e["stage"] for e in out["evictions"]} == {2}
+
+
+def test_the_old_analyzed_raw_goes_by_age_alone(db: Path, cli: Cli) -> None:
+    # the fixtures are months old; with an ample budget only the backstop acts, on raw only
+    out = orjson.loads(cli("evict", "--json").stdout)
+    assert out["evictions"] and {(e["pass"], e["stage"]) for e in out["evictions"]} == {
+        ("backstop", 1)
+    }
+    young = orjson.loads(
+        cli("evict", "--dry-run", "--json", HELIX_RETENTION__RAW_MAX_AGE_DAYS="100000").stdout
+    )
+    assert young["evictions"] == []
+
+
+async def test_what_is_counted_is_what_a_delete_frees(db: Path) -> None:
+    store = await Store.open(db)
+    try:
+        usage = await store.retention_usage()
+        everything = Policy(soft_cap=0, hard_cap=0, max_age_ms=10**15, distilled_cap=10**12)
+        plan = select_evictions(
+            usage["rows"], now_ms(), everything, other_bytes=usage["other_bytes"], analyzed_now=True
+        )
+        assert plan.usage_after == usage["other_bytes"]
+        before = await store.run(evict.freelist_bytes, store.db._conn)
+        await store.evict(plan.evictions, now_ms())
+        freed = await store.run(evict.freelist_bytes, store.db._conn) - before
+    finally:
+        await store.close()
+    counted = plan.bytes_freed
+    # within a quarter on this small store (page slack is proportionally larger here)
+    assert 0.75 * freed <= counted <= 1.25 * freed, (counted, freed)
+
+
+async def _analyze_all(store: Store) -> None:
+    from helixd import digest
+
+    now = now_ms()
+    await digest.analyze(store, await store.session_ids_changed_since_analysis(), now)
+
+
+async def test_hard_cap_analyze_now_then_budget(db: Path) -> None:
+    con = sqlite3.connect(db)
+    con.execute("UPDATE sessions SET analyzed_at = NULL")
+    con.commit()
+    con.close()
+    digests = q(db, "SELECT count(*) FROM digests")
+    tiny = RetentionSettings(raw_soft_cap_bytes=1, raw_hard_cap_bytes=1)
+    async with await Store.open(db) as store:
+        out = await evict_pass(store, tiny, now_ms(), lambda: _analyze_all(store))
+    assert out["analyze_first"] and out["analyzed_now"] and out["data_loss"] == []
+    assert out["evictions"] and {e["pass"] for e in out["evictions"]} <= {"backstop", "budget"}
+    assert q(db, "SELECT count(*) FROM data_loss") == [(0,)]
+    assert q(db, "SELECT count(*) FROM digests") == digests
+
+
+def test_hard_cap_when_analysis_fails_loses_the_oldest_and_records_it(db: Path, cli: Cli) -> None:
+    con = sqlite3.connect(db)
+    con.execute("UPDATE sessions SET analyzed_at = NULL")
+    con.commit()
+    con.close()
+    usage = q(db, USAGE)
+
+    async def broken() -> None:
+        raise RuntimeError("analysis is down")
+
+    tiny = RetentionSettings(raw_soft_cap_bytes=1, raw_hard_cap_bytes=1)
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with await Store.open(db) as store:
+            return await evict_pass(store, tiny, now_ms(), broken), await store.retention_log()
+
+    out, log = asyncio.run(run())
+    assert out["analyze_error"] == "RuntimeError: analysis is down"
+    assert out["data_loss"] and all(e["pass"] == "overflow" for e in out["evictions"])
+    lost = q(db, "SELECT uid, bytes, reason FROM data_loss")
+    assert len(lost) == len(out["data_loss"]) == log["data_loss"]
+    assert all("hard cap" in reason for _, _, reason in lost)
+    assert q(db, USAGE) == usage
+    # status shows it
+    status = cli("status", "--json")
+    assert orjson.loads(status.stdout)["store"]["data_loss"]["sessions"] == len(lost)
+    assert "DATA LOSS" in cli("status").stdout
+
+
+async def test_a_store_made_before_incremental_vacuum_is_converted_once(db: Path) -> None:
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute("PRAGMA auto_vacuum = NONE")
+    con.execute("VACUUM")
+    assert con.execute("PRAGMA auto_vacuum").fetchone() == (0,)
+    con.close()
+    before = db.stat().st_size
+    tiny = RetentionSettings(raw_soft_cap_bytes=1, raw_hard_cap_bytes=1)
+    async with await Store.open(db) as store:
+        out = await evict_pass(store, tiny, now_ms(), None)
+    assert out["vacuum"].startswith("vacuum")
+    assert db.stat().st_size < before
+    assert q(db, "PRAGMA auto_vacuum") == [(2,)]
+
+
+def test_new_stores_use_incremental_auto_vacuum(db: Path) -> None:
+    assert q(db, "PRAGMA auto_vacuum") == [(2,)]
+
+
+def test_env_prints_the_correlation_exports(db: Path, cli: Cli) -> None:
+    uid, digest = next(
+        (u, orjson.loads(j))
+        for u, j in q(
+            db,
+            "SELECT s.uid, d.json FROM sessions s JOIN digests d ON d.session_id"
+            " = s.id WHERE s.messages > 0 ORDER BY s.uid",
+        )  # fmt: skip
+    )
+    out = cli("env", uid)
+    assert out.exit_code == 0, out.output
+    lines = dict(line.removeprefix("export ").split("=", 1) for line in out.stdout.splitlines())
+    assert lines["HELIX_SESSION_UID"] == uid
+    assert lines["HELIX_FLAVOR"] == "claude"
+    tokens = digest["cost"]["input_tokens"] + digest["cost"]["output_tokens"]
+    assert int(lines["HELIX_TOKENS"]) == tokens > 0
+    assert lines["HELIX_STORE_DB"] == str(db.resolve())
+    assert 0.0 <= float(lines["HELIX_INFRA_OVERHEAD_SHARE"]) <= 1.0
+    # the lines are shell: sourcing them sets the variables
+    shell = subprocess.run(
+        ["sh", "-c", out.stdout + '\nprintf %s "$HELIX_SESSION_UID|$HELIX_REPO"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert shell.stdout == f"{uid}|{digest['repo'] or ''}"
+    assert cli("env", "claude:no-such-session").exit_code == 1
+
+
+def test_the_infra_share_is_the_mcp_share_of_tool_calls(tmp_path: Path) -> None:
+    digest = {
+        "session_uid": "claude:x",
+        "repo": "my repo",
+        "flavor": "claude",
+        "cost": {"input_tokens": 100, "output_tokens": 25},
+        "tool_histogram": {"Bash": 5, "mcp__github__get_issue": 2, "mcp__db__q": 1, "Read": 0},
+    }
+    lines = export_lines(digest, tmp_path / "x.db")
+    assert "export HELIX_INFRA_OVERHEAD_SHARE=0.375" in lines
+    assert "export HELIX_TOKENS=125" in lines
+    assert "export HELIX_REPO='my repo'" in lines
+    assert export_lines({**digest, "tool_histogram": {}}, tmp_path / "x.db")[4].endswith("=0.0")
+
+
+def test_lookup_reads_the_store_named_by_helix_store_db(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    home, db = template
+    uid = q(db, "SELECT s.uid FROM sessions s JOIN digests d ON d.session_id = s.id LIMIT 1")[0][0]
+    # a config file naming another store: the environment variable wins
+    config = home / ".config" / "helix" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[store]\ndb = "{tmp_path / "elsewhere.db"}"\n')
+
+    def lookup(store: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "helixd.cli", "lookup", uid, "--json"],
+            env=cli_env(home, store),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+
+    try:
+        found = lookup(db)
+        assert found.returncode == 0, found.stderr
+        assert orjson.loads(found.stdout)["session_uid"] == uid
+        missing = lookup(tmp_path / "nowhere" / "helix.db")
+        assert missing.returncode == 3 and "nowhere" in missing.stderr
+    finally:
+        config.unlink()
