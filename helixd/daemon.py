@@ -29,6 +29,7 @@ import structlog
 
 from helixd import __version__, config, digest, eviction, logs, paths, protocol
 from helixd.adapters import REGISTRY
+from helixd.adapters.hooktargets import hook_agent
 from helixd.control import Control
 from helixd.ingest import Ingestor, discover
 from helixd.notify import notify, watchdog_interval
@@ -214,7 +215,7 @@ class Daemon:
             except TimeoutError:
                 raise protocol.ProtocolError("flush timed out; the queue is still busy") from None
             return {"idle": True}
-        return await self._hook(req.agent, req.payload)
+        return await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
 
     async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         """An agent's hook ping: read its transcript now; a session end closes the session.
@@ -248,7 +249,7 @@ class Daemon:
             with contextlib.suppress(protocol.ProtocolError):
                 req = protocol.decode(line)
                 if req.op == "hook":
-                    await self._hook(req.agent, req.payload)
+                    await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
                     served += 1
         taken.unlink()
         log.info("spool_drained", messages=served)

@@ -22,6 +22,8 @@ import time
 from helixd import paths, protocol
 
 BUDGET_S = 1.0
+# Environment variables agents set for their hooks that say whose hook this is.
+HINT_SUFFIXES = ("_HOOK_EVENT", "_HOOK_NAME", "_SESSION_ID")
 STDIN_MAX = protocol.MAX_LINE
 
 

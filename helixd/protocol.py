@@ -30,7 +30,7 @@ class ProtocolError(ValueError):
 class Request:
     """One decoded request (a plain class: ``dataclasses`` costs the hook 15 ms to import)."""
 
-    __slots__ = ("agent", "op", "payload", "timeout")
+    __slots__ = ("agent", "env", "op", "payload", "timeout")
 
     def __init__(
         self,
@@ -38,11 +38,13 @@ class Request:
         agent: str | None = None,
         payload: dict[str, Any] | None = None,
         timeout: float | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.op = op
         self.agent = agent
         self.payload = payload if payload is not None else {}
         self.timeout = timeout
+        self.env = env if env is not None else {}  # the hook's agent-set variables
 
     def __repr__(self) -> str:
         return f"Request({self.op!r}, {self.agent!r})"
@@ -72,7 +74,9 @@ def decode(line: bytes) -> Request:
         agent, payload = obj.get("agent"), obj.get("payload")
         if not isinstance(agent, str) or not isinstance(payload, dict):
             raise ProtocolError("a hook needs an 'agent' name and a 'payload' object")
-        return Request("hook", agent, payload)
+        env = obj.get("env")
+        hints = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+        return Request("hook", agent, payload, env=hints)
     timeout = obj.get("timeout")
     return Request(op, timeout=float(timeout) if isinstance(timeout, (int, float)) else None)
 

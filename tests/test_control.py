@@ -123,6 +123,27 @@ def test_each_agents_hook_payload_queues_its_session(daemon: Helixd, home: Path)
     )
     gemini = lambda: json.loads(daemon.ctl("sessions", "--agent", "gemini", "--json").stdout)  # noqa: E731
     wait_for(lambda: len(gemini()) == 1, 5, "the Gemini session")
+    # Grok: camelCase payload, no transcript path; a scan finds the session directory.
+    grok_src = FIXTURES / "grok" / "constructed"
+    grok_dir = next(p for p in grok_src.iterdir() if p.is_dir())
+    shutil.copytree(grok_dir, home / ".grok" / "sessions" / grok_dir.name)
+    grok_sid = next(p.name for p in (home / ".grok/sessions" / grok_dir.name).iterdir())
+    env = {**daemon.env, "GROK_HOOK_EVENT": "SessionEnd", "GROK_SESSION_ID": grok_sid}
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.entry", "hook", "claude"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=30,
+        input=json.dumps({"hookEventName": "SessionEnd", "sessionId": grok_sid}).encode(),
+    )
+    assert proc.returncode == 0
+
+    def grok_closed() -> bool:
+        d = daemon.lookup(f"grok:{grok_sid}")
+        return d is not None and d["provisional"] is False  # type: ignore[index]
+
+    wait_for(grok_closed, 5, "the Grok session (relabelled from the Claude entry) to close")
     replies = talk(
         sock_of(daemon),
         json.dumps(

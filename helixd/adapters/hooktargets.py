@@ -135,3 +135,15 @@ def gemini(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ..
 TargetsFor = Callable[[Path, Mapping[str, str], str], tuple[HookTarget, ...]]
 
 TARGETS: dict[str, TargetsFor] = {"claude": claude, "codex": codex, "grok": grok, "gemini": gemini}
+
+
+def hook_agent(named: str | None, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """Which agent a hook message really comes from.  Grok Build also runs the hooks in
+    Claude Code's settings, so a message sent by the Claude entry inside a Grok session is
+    relabelled: Grok sets ``GROK_*`` variables and writes camelCase payloads
+    (ecosystem.md §1.3)."""
+    if any(k.startswith("GROK_") for k in env) or (
+        "hookEventName" in payload and "sessionId" in payload
+    ):
+        return "grok"
+    return named
