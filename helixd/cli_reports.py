@@ -106,9 +106,10 @@ def _instant(value: str | None, hint: str) -> int | None:
 
 
 def _console() -> Any:
+    """Rich on stdout; a pipe gets a wide table rather than rich's 80 columns."""
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=200)
 
 
 # -- search --------------------------------------------------------------------------------
@@ -237,11 +238,19 @@ def report(
             rows = queries.usage_by_session(con, lo, hi, agents, repo, model)
             doc = session_report(rows, prices, iso)
         else:
-            from helixd.usage_report import period_report
+            from helixd.usage_report import offset_segments, period_report
 
-            rows = queries.usage_by_bucket(con, lo, hi, agents, repo, model)
+            span = queries.bucket_span(con)
+            first, last = span or (0, 0)
+            segments = offset_segments(max(first, lo or 0), min(last, hi or last), tz)
+            hourly = not repo and all(off % 3600 == 0 for _, off in segments)
+            hourly = hourly and all(b is None or b % 4 == 0 for b in (lo, hi))
+            if hourly:
+                rows = queries.usage_by_day_hourly(con, segments, lo, hi, agents, model)
+            else:
+                rows = queries.usage_by_day(con, segments, lo, hi, agents, repo, model)
             week_start = _WEEKDAYS.index(start_of_week)
-            doc = period_report(rows, period, tz, prices, week_start)
+            doc = period_report(rows, period, prices, week_start)
     finally:
         con.close()
     if as_json:

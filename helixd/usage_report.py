@@ -85,6 +85,40 @@ def day_start_ms(day: date, tz: tzinfo | None) -> int:
     return int((naive.replace(tzinfo=tz) if tz else naive).timestamp() * 1000)
 
 
+def utc_offset_s(ms: int, tz: tzinfo | None) -> int:
+    """The zone's UTC offset in seconds at ``ms``."""
+    dt = datetime.fromtimestamp(ms / 1000, tz) if tz else datetime.fromtimestamp(ms / 1000)
+    off = (dt if tz else dt.astimezone()).utcoffset()
+    return int(off.total_seconds()) if off is not None else 0
+
+
+def offset_segments(lo: int, hi: int, tz: tzinfo | None) -> list[tuple[int | None, int]]:
+    """``[(until_bucket, offset_s), ..., (None, offset_s)]``: the zone's UTC offset over the
+    buckets ``[lo, hi]``, so that the store can sum whole local days in SQL.  Steps a week
+    at a time (zones change offset at most a few times a year) and bisects each change to
+    its bucket (offsets and their changes fall on 15-minute boundaries)."""
+
+    def off(bucket: int) -> int:
+        return utc_offset_s(bucket * BUCKET_MS, tz)
+
+    step = 7 * 96
+    segments: list[tuple[int | None, int]] = []
+    cur, b = off(lo), lo
+    while b < hi:
+        nb = min(b + step, hi)
+        if off(nb) == cur:
+            b = nb
+            continue
+        a, z = b, nb  # off(a) == cur != off(z): find the first bucket with the new offset
+        while z - a > 1:
+            mid = (a + z) // 2
+            a, z = (mid, z) if off(mid) == cur else (a, mid)
+        segments.append((z, cur))
+        cur, b = off(z), z
+    segments.append((None, cur))
+    return segments
+
+
 def period_of(dt: datetime, period: str, week_start: int = 6) -> str:
     """The report key of a local time: ``2026-01-31`` (daily), the week's first day
     (weekly; ``week_start`` 0 = Monday … 6 = Sunday), ``2026-01`` (monthly)."""
@@ -153,22 +187,21 @@ def _totals(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 PERIOD_KEY: Final = {"daily": "date", "weekly": "week", "monthly": "month"}
 
 
+EPOCH: Final = datetime(1970, 1, 1)
+
+
 def period_report(
-    rows: Iterable[Sequence[Any]],
-    period: str,
-    tz: tzinfo | None,
-    prices: Prices,
-    week_start: int = 6,
+    rows: Iterable[Sequence[Any]], period: str, prices: Prices, week_start: int = 6
 ) -> dict[str, Any]:
-    """ccusage's ``daily``/``weekly``/``monthly`` JSON from rollup rows
-    ``(bucket, agent, model, *COUNTERS)``; each bucket's key is computed once."""
+    """ccusage's ``daily``/``weekly``/``monthly`` JSON from rows
+    ``(local day number since 1970-01-01, agent, model, *COUNTERS)``."""
     keys: dict[int, str] = {}
     groups: dict[str, dict[str, Counts]] = {}
     agents: dict[str, set[str]] = {}
-    for bucket, agent, model, *c in rows:
-        key = keys.get(bucket)
+    for day, agent, model, *c in rows:
+        key = keys.get(day)
         if key is None:
-            key = keys[bucket] = period_of(local_dt(bucket * BUCKET_MS, tz), period, week_start)
+            key = keys[day] = period_of(EPOCH + timedelta(days=day), period, week_start)
         per_model = groups.setdefault(key, {})
         _add(per_model.setdefault(model, [0] * len(COUNTERS)), c)
         agents.setdefault(key, set()).add(agent)
@@ -217,7 +250,8 @@ def attribute(
 ) -> dict[str, Any]:
     """Sum usage records ``(ts, model, *COUNTERS)`` per phase: phase i owns
     ``[t_i, t_{i+1})`` (the last is open-ended), so a record exactly on a boundary belongs
-    to the later phase.  Records before the first transition go to ``BEFORE``.  A phase
+    to the later phase.  Records before the first transition go to ``BEFORE``; without
+    transitions there are no phases, only the total.  A phase
     that recurs keeps one window per occurrence (``index``)."""
     ordered = sorted(transitions)
     starts = [t for t, _ in ordered]
@@ -236,6 +270,7 @@ def attribute(
             **_entry(windows[i], prices),
         }
         for i in sorted(windows)
+        if ordered
     ]
     return {"total": _entry(total, prices), "phases": phases}
 

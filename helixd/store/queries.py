@@ -53,7 +53,7 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
         con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        con.execute("SELECT 1 FROM usage_buckets LIMIT 1")
+        con.execute("SELECT 1 FROM usage_hours LIMIT 1")
     except sqlite3.Error as exc:
         raise NoStore(
             f"cannot read store {path}: {exc} (run `helixctl ingest` to upgrade)"
@@ -79,17 +79,36 @@ def _session_filter(
         params.extend([repo, path, len(path) + 1, path + "/"])
 
 
-def usage_by_bucket(
+def bucket_span(con: sqlite3.Connection) -> tuple[int, int] | None:
+    """The first and last 15-minute bucket with usage (timestamps known)."""
+    row = con.execute(
+        "SELECT min(bucket), max(bucket) FROM usage_buckets WHERE bucket > 0"
+    ).fetchone()
+    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
+
+
+def usage_by_day(
     con: sqlite3.Connection,
+    segments: Sequence[tuple[int | None, int]],
     lo_bucket: int | None,
     hi_bucket: int | None,
     agents: Sequence[str] = (),
     repo: str | None = None,
     model: str | None = None,
 ) -> list[tuple[Any, ...]]:
-    """``(bucket, agent, model, *counters)`` for buckets in ``[lo, hi)``."""
+    """``(local day number, agent, model, *counters)``: whole local days summed here, with
+    the zone's UTC offset per bucket range given as ``segments`` (``[(until, offset_s)]``,
+    the last ``until`` None), so the answer is a few hundred rows whatever the history."""
     where: list[str] = []
     params: list[Any] = []
+    cases = []
+    for until, offset in segments[:-1]:
+        cases.append("WHEN b.bucket < ? THEN ?")
+        params.extend([until, offset])
+    params.append(segments[-1][1])
+    day = f"(b.bucket * 900 + CASE {' '.join(cases)} ELSE ? END) / 86400"
+    if not cases:
+        day = "(b.bucket * 900 + ?) / 86400"
     if lo_bucket is not None:
         where.append("b.bucket >= ?")
         params.append(lo_bucket)
@@ -101,10 +120,52 @@ def usage_by_bucket(
         params.extend([model, len(model) + 1, model + "-"])
     _session_filter(where, params, agents, repo)
     sql = (
-        f"SELECT b.bucket, s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
+        f"SELECT {day} AS day, s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
         " JOIN sessions s ON s.id = b.session_id"
         + (" WHERE " + " AND ".join(where) if where else "")
-        + " GROUP BY b.bucket, s.agent, b.model"
+        + " GROUP BY day, s.agent, b.model"
+    )
+    return con.execute(sql, params).fetchall()
+
+
+def usage_by_day_hourly(
+    con: sqlite3.Connection,
+    segments: Sequence[tuple[int | None, int]],
+    lo_bucket: int | None,
+    hi_bucket: int | None,
+    agents: Sequence[str] = (),
+    model: str | None = None,
+) -> list[tuple[Any, ...]]:
+    """``usage_by_day`` from the hourly rollup (``usage_hours``: hour x agent x model, no
+    sessions): for zones whose offsets are whole hours and no repo filter.  ``segments``
+    and the bounds are in 15-minute buckets, all multiples of 4 here."""
+    where: list[str] = []
+    params: list[Any] = []
+    cases = []
+    for until, offset in segments[:-1]:
+        cases.append("WHEN h.hour * 4 < ? THEN ?")
+        params.extend([until, offset])
+    params.append(segments[-1][1])
+    day = f"(h.hour * 3600 + CASE {' '.join(cases)} ELSE ? END) / 86400"
+    if not cases:
+        day = "(h.hour * 3600 + ?) / 86400"
+    if lo_bucket is not None:
+        where.append("h.hour >= ?")
+        params.append(lo_bucket // 4)
+    if hi_bucket is not None:
+        where.append("h.hour < ?")
+        params.append(hi_bucket // 4)
+    if model:
+        where.append("(h.model = ? OR substr(h.model, 1, ?) = ?)")
+        params.extend([model, len(model) + 1, model + "-"])
+    if agents:
+        where.append(f"h.agent IN ({','.join('?' * len(agents))})")
+        params.extend(agents)
+    sql = (
+        f"SELECT {day} AS day, h.agent, h.model, {_SUMS.format(p='h.', n='sum(h.responses)')}"
+        " FROM usage_hours h"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " GROUP BY day, h.agent, h.model"
     )
     return con.execute(sql, params).fetchall()
 

@@ -253,9 +253,38 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
                 sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h),
                 sum(reasoning)
             FROM usage GROUP BY 1, 2, 3;
+        -- The same per hour x agent x model (sessions collapsed): what a report without a
+        -- repo filter reads when the zone's offsets are whole hours (~6x fewer rows).
+        CREATE TABLE usage_hours (
+            hour INTEGER NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            responses INTEGER NOT NULL,
+            input INTEGER NOT NULL,
+            output INTEGER NOT NULL,
+            cache_read INTEGER NOT NULL,
+            cache_write_5m INTEGER NOT NULL,
+            cache_write_1h INTEGER NOT NULL,
+            reasoning INTEGER NOT NULL,
+            PRIMARY KEY (hour, agent, model)
+        ) WITHOUT ROWID;
+        INSERT INTO usage_hours
+            SELECT coalesce(u.ts, 0) / 3600000, s.agent, u.model, count(*), sum(u.input),
+                sum(u.output), sum(u.cache_read), sum(u.cache_write_5m), sum(u.cache_write_1h),
+                sum(u.reasoning)
+            FROM usage u JOIN sessions s ON s.id = u.session_id GROUP BY 1, 2, 3;
         CREATE TRIGGER usage_buckets_add AFTER INSERT ON usage BEGIN
             INSERT INTO usage_buckets VALUES (coalesce(NEW.ts, 0) / 900000, NEW.session_id,
                 NEW.model, 1, NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
+                NEW.cache_write_1h, NEW.reasoning)
+            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
+                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
+                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
+                reasoning = reasoning + excluded.reasoning;
+            INSERT INTO usage_hours VALUES (coalesce(NEW.ts, 0) / 3600000,
+                (SELECT agent FROM sessions WHERE id = NEW.session_id), NEW.model, 1,
+                NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
                 NEW.cache_write_1h, NEW.reasoning)
             ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
                 output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
@@ -287,6 +316,26 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             DELETE FROM usage_buckets WHERE responses = 0
                 AND bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
                 AND model = OLD.model;
+            UPDATE usage_hours SET responses = responses - 1, input = input - OLD.input,
+                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
+                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
+                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
+                reasoning = reasoning - OLD.reasoning
+            WHERE hour = coalesce(OLD.ts, 0) / 3600000
+                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
+                AND model = OLD.model;
+            DELETE FROM usage_hours WHERE responses = 0 AND hour = coalesce(OLD.ts, 0) / 3600000
+                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
+                AND model = OLD.model;
+            INSERT INTO usage_hours VALUES (coalesce(NEW.ts, 0) / 3600000,
+                (SELECT agent FROM sessions WHERE id = NEW.session_id), NEW.model, 1,
+                NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
+                NEW.cache_write_1h, NEW.reasoning)
+            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
+                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
+                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
+                reasoning = reasoning + excluded.reasoning;
         END;
         CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN
             UPDATE usage_buckets SET responses = responses - 1, input = input - OLD.input,
@@ -298,6 +347,17 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
                 AND model = OLD.model;
             DELETE FROM usage_buckets WHERE responses = 0
                 AND bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
+                AND model = OLD.model;
+            UPDATE usage_hours SET responses = responses - 1, input = input - OLD.input,
+                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
+                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
+                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
+                reasoning = reasoning - OLD.reasoning
+            WHERE hour = coalesce(OLD.ts, 0) / 3600000
+                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
+                AND model = OLD.model;
+            DELETE FROM usage_hours WHERE responses = 0 AND hour = coalesce(OLD.ts, 0) / 3600000
+                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
                 AND model = OLD.model;
         END;
         """,
