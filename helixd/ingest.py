@@ -47,7 +47,8 @@ from helixd.tailer import (
 )
 
 SIDECAR_MAX: Final = 64 * 1024
-QUEUE_DEPTH: Final = 2
+QUEUE_DEPTH: Final = 4
+GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
 
@@ -176,10 +177,24 @@ class _Writer:
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
-        while (item := await self.queue.get()) is not None:
-            batch, prepared = item
-            await prepared
-            await self.store.commit(batch)
+        done = False
+        while not done:
+            item = await self.queue.get()
+            if item is None:
+                return
+            group = [item]
+            size = len(item[0].raw)
+            # Whatever else is already queued joins this transaction (group commit).
+            while size < GROUP_BYTES and not self.queue.empty():
+                more = self.queue.get_nowait()
+                if more is None:
+                    done = True
+                    break
+                group.append(more)
+                size += len(more[0].raw)
+            for _, prepared in group:
+                await prepared
+            await self.store.commit_many([batch for batch, _ in group])
 
     async def put(self, batch: Batch) -> None:
         if self.task.done():

@@ -139,6 +139,10 @@ class Store:
         """Write one batch of records and its cursor in one transaction; returns file id."""
         return await self.run(self._writer.commit, batch, now_ms())
 
+    async def commit_many(self, batches: Sequence[Batch]) -> list[int]:
+        """Write several batches, each with its cursor, in one transaction."""
+        return await self.run(self._writer.commit_many, batches, now_ms())
+
     async def mark_ended(self, uid: str) -> bool:
         """Record a session-end signal for ``uid``; False if unknown or already ended."""
         return await self.run(self._writer.mark_ended, uid, now_ms())

@@ -203,7 +203,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         -- paths, errors).  Contentless: the text lives only in the index, so a session stays
         -- searchable after its raw lines and event bodies are evicted.  rowid = events.id.
         CREATE VIRTUAL TABLE search USING fts5(
-            text, content='', tokenize='porter unicode61 remove_diacritics 2'
+            text, content='', tokenize='unicode61 remove_diacritics 2'
         );
         -- What a hit is (durable, no text): survives the deletion of its event row.
         CREATE TABLE search_docs (

@@ -186,15 +186,21 @@ class Writer:
         self.con = con
 
     def commit(self, batch: Batch, now: int) -> int:
-        batch.prepare()
+        return self.commit_many([batch], now)[0]
+
+    def commit_many(self, batches: Sequence[Batch], now: int) -> list[int]:
+        """Several batches (each with its cursor) in one transaction: many small files cost
+        one commit, and a crash still leaves each batch's records and cursor together."""
+        for batch in batches:
+            batch.prepare()
         self.con.execute("BEGIN IMMEDIATE")
         try:
-            file_id = self._write(batch, now)
+            ids = [self._write(batch, now) for batch in batches]
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
-        return file_id
+        return ids
 
     def _write(self, batch: Batch, now: int) -> int:
         c, p = batch.cursor, batch.parsed
@@ -243,27 +249,56 @@ class Writer:
 
     def _write_usage(self, p: Parsed, ids: dict[str, int]) -> None:
         """Merging facts take the max of each counter; replacing facts (``replace=True``)
-        overwrite, in order, so the last one of a batch wins."""
-        for replace, sql in ((False, _UPSERT_USAGE), (True, _REPLACE_USAGE)):
-            rows = [
-                (
-                    key64(u.dedup_key),
-                    ids[u.session_uid],
-                    u.rank,
-                    u.ts,
-                    u.model,
-                    u.input_tokens,
-                    u.output_tokens,
-                    u.cache_read_tokens,
-                    u.cache_write_5m_tokens,
-                    u.cache_write_1h_tokens,
-                    u.reasoning_tokens,
-                )
-                for u in p.usage
-                if u.replace is replace
+        overwrite, in order, so the last one of a batch wins.  Merging facts that share a key
+        inside the batch (the streamed lines of one response) are merged here first, by the
+        same rule as the upsert, so each response costs one statement."""
+        merged: dict[int, list[Any]] = {}
+        for u in p.usage:
+            if u.replace:
+                continue
+            key = key64(u.dedup_key)
+            row: list[Any] = [
+                key,
+                ids[u.session_uid],
+                u.rank,
+                u.ts,
+                u.model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_5m_tokens,
+                u.cache_write_1h_tokens,
+                u.reasoning_tokens,
             ]
-            if rows:
-                self.con.executemany(sql, rows)
+            old = merged.get(key)
+            if old is None:
+                merged[key] = row
+                continue
+            if row[2] < old[2]:  # the earlier-ranked claimant takes the credit
+                old[1], old[2], old[3] = row[1], row[2], row[3]
+            for i in range(5, 11):
+                old[i] = max(old[i], row[i])
+        if merged:
+            self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
+        replacing = [
+            (
+                key64(u.dedup_key),
+                ids[u.session_uid],
+                u.rank,
+                u.ts,
+                u.model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_5m_tokens,
+                u.cache_write_1h_tokens,
+                u.reasoning_tokens,
+            )
+            for u in p.usage
+            if u.replace
+        ]
+        if replacing:
+            self.con.executemany(_REPLACE_USAGE, replacing)
 
     def _upsert_file(self, c: Cursor, now: int) -> int:
         params = (
