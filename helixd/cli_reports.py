@@ -436,7 +436,10 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
         "by_repo": dict(sorted(by["repo"].items(), key=lambda kv: -kv[1]["cost"])[:top]),
         "by_model": by["model"],
         "tools": tools,
-        "files": [{"path": p, "edits": n, "sessions": s} for p, n, s in raw["files"]],
+        "files": [
+            {"path": p, "edits": n, "sessions": s, "lines_added": a, "lines_removed": r}
+            for p, n, s, a, r in raw["files"]
+        ],
         "tests": {
             k: {**v, "pass_rate": round(v["passed"] / (v["passed"] + v["failed"]), 4)}
             if v["passed"] + v["failed"]
@@ -477,10 +480,16 @@ def _print_stats(doc: dict[str, Any]) -> None:
         table.add_row(t["tool"], f"{t['calls']:,}", f"{t['errors']:,}", f"{t['success_rate']:.1%}")
     console.print(table)
     table = Table(title="Most edited files")
-    for col in ("File", "Edits", "Sessions"):
+    for col in ("File", "Edits", "Sessions", "+lines", "-lines"):
         table.add_column(col, justify="left" if col == "File" else "right")
     for f in doc["files"]:
-        table.add_row(f["path"], str(f["edits"]), str(f["sessions"]))
+        table.add_row(
+            f["path"],
+            str(f["edits"]),
+            str(f["sessions"]),
+            str(f["lines_added"]),
+            str(f["lines_removed"]),
+        )
     console.print(table)
     table = Table(title="Test runs (pass = the command's tool call did not fail)")
     for col in ("Framework", "Runs", "Passed", "Failed", "Pass rate"):

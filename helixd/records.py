@@ -90,6 +90,8 @@ class Event:
     anchor: str | None = None
     payload_size: int = 0
     search_text: str = ""
+    lines_added: int = 0  # edits: lines the edit adds / removes (where the tool says)
+    lines_removed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

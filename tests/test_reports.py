@@ -423,3 +423,35 @@ def test_a_file_rewritten_whole_is_reindexed_not_duplicated(tmp_path: Path) -> N
     con.execute("INSERT INTO search (search) VALUES ('integrity-check')")
     n = con.execute("SELECT count(*) FROM search").fetchone()[0]
     assert n == before == con.execute("SELECT count(*) FROM search_docs").fetchone()[0]
+
+
+def test_stats_counts_lines_added_and_removed_per_file(claude_db: Path) -> None:
+    """Lines per edited file, recomputed here from the fixtures' own Edit/Write inputs."""
+    doc = ok(claude_db, "stats", "--json")
+    top = doc["files"][0]
+    added = removed = 0
+    seen: set[str] = set()
+    for f in (REPO / "tests/fixtures/claude").rglob("*.jsonl"):
+        for raw in f.read_bytes().splitlines():
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            msg = obj.get("message") if isinstance(obj, dict) else None
+            blocks = msg.get("content") if isinstance(msg, dict) else None
+            for b in blocks if isinstance(blocks, list) else []:
+                if not (isinstance(b, dict) and b.get("type") == "tool_use"):
+                    continue
+                args = b.get("input") or {}
+                if b.get("name") not in ("Edit", "Write") or args.get("file_path") != top["path"]:
+                    continue
+                key = f"{obj.get('sessionId')}/{obj.get('uuid')}/{b.get('id')}"
+                if key in seen:  # a resumed copy of the same record is one edit
+                    continue
+                seen.add(key)
+                new = args.get("new_string", args.get("content", "")) or ""
+                old = args.get("old_string", "") or ""
+                added += new.count("\n") + (0 if not new or new.endswith("\n") else 1)
+                removed += old.count("\n") + (0 if not old or old.endswith("\n") else 1)
+    assert added > 0
+    assert (top["lines_added"], top["lines_removed"]) == (added, removed)

@@ -30,3 +30,22 @@ def test_every_shell_tool_yields_its_command(tool: str, args: dict[str, object])
 def test_other_tools_are_not_shells() -> None:
     assert toolkinds.shell_command("Read", {"command": "pytest"}) is None
     assert toolkinds.shell_command("shell_command", "pytest") is None  # arguments not an object
+
+
+def test_edit_line_counts_read_the_tools_own_input() -> None:
+    from helixd.adapters.toolkinds import edit_line_counts, patch_line_counts
+
+    assert edit_line_counts("Edit", {"old_string": "a\nb", "new_string": "a\nb\nc\n"}) == (3, 2)
+    assert edit_line_counts(
+        "MultiEdit",
+        {
+            "edits": [
+                {"old_string": "x", "new_string": "y\nz"},
+                {"old_string": "p\nq", "new_string": ""},
+            ]
+        },
+    ) == (2, 3)
+    assert edit_line_counts("Write", {"file_path": "f", "content": "1\n2\n3\n"}) == (3, 0)
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-old\n+new\n+more\n*** End Patch\n"
+    assert patch_line_counts(patch) == (2, 1)
+    assert patch_line_counts("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n") == (1, 1)

@@ -31,6 +31,7 @@ from helixd.adapters.claude_meta import meta_record
 from helixd.adapters.fields import as_int, get_dict, get_str, result_text
 from helixd.adapters.toolkinds import (
     describe_call,
+    edit_line_counts,
     edited_path,
     is_test_command,
     shell_command,
@@ -333,6 +334,7 @@ class _FileParse:
         )
         path = edited_path(tool, args)
         if path is not None:
+            added, removed = edit_line_counts(tool, args)
             self.emit(
                 f"{bkey}:edit",
                 "edit",
@@ -342,6 +344,8 @@ class _FileParse:
                 call_id=call_id,
                 summary=shorten(path),
                 body=path,
+                lines_added=added,
+                lines_removed=removed,
             )
         if command is not None and is_test_command(command):
             self.emit(

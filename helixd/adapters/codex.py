@@ -153,6 +153,8 @@ class _FileParse(ItemMapper):
         body: str = "",
         payload: bytes | None = None,
         is_error: bool = False,
+        lines_added: int = 0,
+        lines_removed: int = 0,
     ) -> str:
         if not self.base_key:
             digest = f"{zlib.crc32(self.raw):08x}{len(self.raw):x}"
@@ -174,6 +176,8 @@ class _FileParse(ItemMapper):
                 body=body,
                 payload=payload,
                 is_error=is_error,
+                lines_added=lines_added,
+                lines_removed=lines_removed,
                 # Reasoning text is indexed for search only (the row keeps its size).
                 search_text=payload[:65536].decode("utf-8", "replace")
                 if kind == "thinking" and payload

@@ -16,7 +16,13 @@ import orjson
 
 from helixd.adapters.codex_usage import UsageMapper
 from helixd.adapters.fields import dump, get_dict, get_str
-from helixd.adapters.toolkinds import describe_call, is_test_command, shell_command, shorten
+from helixd.adapters.toolkinds import (
+    describe_call,
+    is_test_command,
+    patch_line_counts,
+    shell_command,
+    shorten,
+)
 from helixd.records import Role, SessionInfo
 
 BODY_LIMIT: Final = 64 * 1024
@@ -176,6 +182,8 @@ class ItemMapper(UsageMapper):
         body: str = "",
         payload: bytes | None = None,
         is_error: bool = False,
+        lines_added: int = 0,
+        lines_removed: int = 0,
     ) -> str:
         raise NotImplementedError
 
@@ -276,6 +284,7 @@ class ItemMapper(UsageMapper):
             payload=dump(raw) if raw is not None else None,
         )
         if patch is not None:
+            added, removed = patch_line_counts(patch)
             self.emit(
                 "edit",
                 ":edit",
@@ -284,6 +293,8 @@ class ItemMapper(UsageMapper):
                 call_id=call_id,
                 summary=short(", ".join(paths) or tool),
                 body="\n".join(paths),
+                lines_added=added,
+                lines_removed=removed,
             )
         elif command and _maybe_test(command) and is_test_command(command):
             self.emit(

@@ -93,3 +93,39 @@ def describe_call(tool: str, args: Any) -> str:
     elif isinstance(args, str) and args:
         return shorten(f"{tool}: {args}")
     return tool
+
+
+def _lines(text: Any) -> int:
+    if not isinstance(text, str) or not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def edit_line_counts(tool: str, args: Any) -> tuple[int, int]:
+    """``(added, removed)`` lines of an edit tool call, from its own input: a replacement
+    counts its old and new text, a write counts the whole new content as added."""
+    if not isinstance(args, dict):
+        return 0, 0
+    if isinstance(args.get("edits"), list):  # MultiEdit
+        pairs = [e for e in args["edits"] if isinstance(e, dict)]
+        return (
+            sum(_lines(e.get("new_string")) for e in pairs),
+            sum(_lines(e.get("old_string")) for e in pairs),
+        )
+    if "old_string" in args or "new_string" in args:
+        return _lines(args.get("new_string")), _lines(args.get("old_string"))
+    for key in ("content", "new_source", "contents"):
+        if key in args:
+            return _lines(args.get(key)), 0
+    return 0, 0
+
+
+def patch_line_counts(patch: str) -> tuple[int, int]:
+    """``(added, removed)`` lines of a unified or ``*** Begin Patch`` diff."""
+    added = removed = 0
+    for line in patch.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed

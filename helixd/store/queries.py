@@ -295,7 +295,8 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     out["files"] = con.execute(
-        "SELECT coalesce(body, summary), count(*), count(DISTINCT session_id) FROM events"
+        "SELECT coalesce(body, summary), count(*), count(DISTINCT session_id),"
+        " sum(lines_added), sum(lines_removed) FROM events"
         " WHERE kind = 'edit' AND coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
         (lo, top),
     ).fetchall()

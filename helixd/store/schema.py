@@ -362,4 +362,12 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+    (
+        "m005_edit_lines",
+        """
+        -- Lines an edit adds and removes (Claude Edit/MultiEdit/Write, Codex apply_patch).
+        ALTER TABLE events ADD COLUMN lines_added INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE events ADD COLUMN lines_removed INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 )

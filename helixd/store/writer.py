@@ -155,11 +155,11 @@ ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = exclude
 
 _EVENT_CONTENT: Final = (
     "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
-    " payload_bytes, file_id, offset"
+    " payload_bytes, file_id, offset, lines_added, lines_removed"
 )
 _INSERT_EVENT: Final = (
     f"INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, akey, {_EVENT_CONTENT})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f" VALUES ({', '.join('?' * (5 + len(_EVENT_CONTENT.split(','))))})"
 )
 _UPDATE_EVENT: Final = (
     "UPDATE events SET "
@@ -442,6 +442,8 @@ class Writer:
                 ev.payload_size or len(ev.payload or b""),
                 file_id,
                 ev.offset,
+                ev.lines_added,
+                ev.lines_removed,
             )
             text = search_doc(ev.kind, ev.summary, ev.body, ev.search_text)
             if key in seen:
