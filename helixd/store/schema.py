@@ -365,7 +365,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
         "m005_edit_lines",
         """
-        -- Lines an edit adds and removes (Claude Edit/MultiEdit/Write, Codex apply_patch).
+        -- Lines an edit adds and removes (from the edit tool's input or the patch).
         ALTER TABLE events ADD COLUMN lines_added INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE events ADD COLUMN lines_removed INTEGER NOT NULL DEFAULT 0;
         """,
