@@ -9,6 +9,7 @@ test suite also a ``test_run``, and an output with a non-zero exit code also an 
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -171,6 +172,7 @@ class ItemMapper(UsageMapper):
     pending: dict[str, str]
     info: dict[str, Any]
 
+    @abstractmethod
     def emit(
         self,
         kind: str,
@@ -184,8 +186,7 @@ class ItemMapper(UsageMapper):
         is_error: bool = False,
         lines_added: int = 0,
         lines_removed: int = 0,
-    ) -> str:
-        raise NotImplementedError
+    ) -> str: ...
 
     def unknown(self, name: str) -> None:
         self.out.unknown_types[name] = self.out.unknown_types.get(name, 0) + 1

@@ -8,6 +8,7 @@ cumulative total), ``tur`` (``token_usage_record`` lines not yet paired with a c
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -38,8 +39,9 @@ def usage_counts(usage: Any) -> list[int]:
     return [max(as_int(v), 0) for v in values]
 
 
-class UsageMapper:
-    """``token_count`` and ``token_usage_record`` lines -> usage facts."""
+class UsageMapper(ABC):
+    """``token_count`` and ``token_usage_record`` lines -> usage facts (a mixin of the
+    Codex file parser, which supplies ``first_ts``)."""
 
     st: dict[str, Any]
     out: Parsed
@@ -47,8 +49,8 @@ class UsageMapper:
     ts: int | None
     chunk: Chunk
 
-    def first_ts(self) -> int | None:
-        raise NotImplementedError
+    @abstractmethod
+    def first_ts(self) -> int | None: ...
 
     def token_usage_record(self, p: Mapping[str, Any]) -> None:
         """Usage of one response (0.151+).  ``token_count`` already carries every response but
