@@ -74,11 +74,51 @@ class Batch:
     redactions: int = 0
     replace_events: bool = False
     raw_z: bytes | None = None
+    rows: list[Prepared] | None = None
 
     def prepare(self) -> None:
-        """Compress the raw bytes (CPU work that releases the GIL)."""
+        """Off the store's thread (which is the ingest's critical path): compress the raw
+        bytes (zstd releases the GIL) and turn each event into its keys, its column values
+        and its search text, so that the writer only has to run SQL."""
         if self.raw_z is None and self.raw:
             self.raw_z = zstandard.ZstdCompressor(level=RAW_LEVEL).compress(self.raw)
+        if self.rows is None:
+            self.rows = [prepare_event(ev) for ev in self.parsed.events]
+
+
+Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
+
+
+def prepare_event(ev: Event) -> Prepared:
+    """``(session_uid, key, anchor, parent, content, search text, kind, ts)`` of an event;
+    ``content`` holds the values of ``_EVENT_CONTENT`` in order."""
+    key = key64(ev.key)
+    content = (
+        ev.ts,
+        ev.kind,
+        ev.role,
+        ev.tool,
+        ev.call_id,
+        ev.summary,
+        ev.body or None,
+        ev.tokens,
+        int(ev.is_error),
+        int(ev.is_sidechain),
+        ev.payload_size or len(ev.payload or b""),
+        ev.offset,
+        ev.lines_added,
+        ev.lines_removed,
+    )
+    return (
+        ev.session_uid,
+        key,
+        key64(ev.anchor) if ev.anchor else key,
+        key64(ev.parent_key) if ev.parent_key else None,
+        content,
+        search_doc(ev.kind, ev.summary, ev.body, ev.search_text),
+        ev.kind,
+        ev.ts,
+    )
 
 
 def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
@@ -155,16 +195,16 @@ ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = exclude
 
 _EVENT_CONTENT: Final = (
     "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
-    " payload_bytes, file_id, offset, lines_added, lines_removed"
+    " payload_bytes, offset, lines_added, lines_removed"
 )
 _INSERT_EVENT: Final = (
-    f"INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, akey, {_EVENT_CONTENT})"
-    f" VALUES ({', '.join('?' * (5 + len(_EVENT_CONTENT.split(','))))})"
+    "INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, akey, file_id,"
+    f" {_EVENT_CONTENT}) VALUES ({', '.join('?' * (6 + len(_EVENT_CONTENT.split(','))))})"
 )
 _UPDATE_EVENT: Final = (
     "UPDATE events SET "
     + ", ".join(f"{c.strip()} = ?" for c in _EVENT_CONTENT.split(","))
-    + " WHERE session_id = ? AND ekey = ?"
+    + ", file_id = ? WHERE session_id = ? AND ekey = ?"
 )
 
 
@@ -209,7 +249,9 @@ class Writer:
             p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
         )
         ids = self._upsert_sessions(p, c, own_uid, now)
-        self._insert_events(p.events, ids, file_id, now, batch.replace_events)
+        batch.prepare()
+        assert batch.rows is not None
+        self._insert_events(batch.rows, ids, file_id, now, batch.replace_events)
         if p.usage:
             self._write_usage(p, ids)
         if batch.replace_events and batch.start == 0 and c.generation > 0:
@@ -396,27 +438,24 @@ class Writer:
         return int(row[0]) if row else 0
 
     def _insert_events(
-        self, events: Sequence[Event], ids: dict[str, int], file_id: int, now: int, replace: bool
+        self, rows: Sequence[Prepared], ids: dict[str, int], file_id: int, now: int, replace: bool
     ) -> None:
-        by_session: dict[int, list[Event]] = defaultdict(list)
-        for ev in events:
-            by_session[ids[ev.session_uid]].append(ev)
+        by_session: dict[int, list[Prepared]] = defaultdict(list)
+        for row in rows:
+            by_session[ids[row[0]]].append(row)
         for session_id, items in by_session.items():
             self._insert_session_events(session_id, items, file_id, now, replace)
 
     def _insert_session_events(
-        self, session_id: int, items: Sequence[Event], file_id: int, now: int, replace: bool
+        self, session_id: int, items: Sequence[Prepared], file_id: int, now: int, replace: bool
     ) -> None:
         """New events get the next ``seq``; a key already stored is skipped (or, for files
         rewritten whole, its content is replaced and its ``seq`` kept)."""
-        keys = [key64(ev.key) for ev in items]
-        anchors = [key64(ev.anchor) if ev.anchor else k for ev, k in zip(items, keys, strict=True)]
-        parents = [key64(ev.parent_key) if ev.parent_key else None for ev in items]
         next_seq = self._next_seq(session_id)
         if next_seq:
-            seen = self._existing(session_id, "ekey", keys)
+            seen = self._existing(session_id, "ekey", [it[1] for it in items])
             found_anchors = self._existing(
-                session_id, "akey", [p for p in parents if p is not None]
+                session_id, "akey", [it[3] for it in items if it[3] is not None]
             )
         else:  # a session without events yet: nothing to look up
             seen, found_anchors = {}, {}
@@ -427,40 +466,22 @@ class Writer:
         first_seq = next_seq
         messages = 0
         done: set[int] = set()
-        for ev, key, anchor, parent in zip(items, keys, anchors, parents, strict=True):
-            content = (
-                ev.ts,
-                ev.kind,
-                ev.role,
-                ev.tool,
-                ev.call_id,
-                ev.summary,
-                ev.body or None,
-                ev.tokens,
-                int(ev.is_error),
-                int(ev.is_sidechain),
-                ev.payload_size or len(ev.payload or b""),
-                file_id,
-                ev.offset,
-                ev.lines_added,
-                ev.lines_removed,
-            )
-            text = search_doc(ev.kind, ev.summary, ev.body, ev.search_text)
+        for _uid, key, anchor, parent, content, text, kind, ts in items:
             if key in seen:
                 if replace and key not in done:
-                    updates.append((*content, session_id, key))
-                    redocs[key] = (text, ev.kind, ev.ts)
+                    updates.append((*content, file_id, session_id, key))
+                    redocs[key] = (text, kind, ts)
                 done.add(key)
                 continue
             if text:
-                docs.append((next_seq, text, ev.kind, ev.ts))
+                docs.append((next_seq, text, kind, ts))
             done.add(key)
             seen[key] = seq = next_seq
             next_seq += 1
             found_anchors.setdefault(anchor, seq)
             parent_seq = found_anchors.get(parent) if parent is not None else None
-            rows.append((session_id, seq, parent_seq, key, anchor, *content))
-            messages += ev.kind in MESSAGE_KINDS
+            rows.append((session_id, seq, parent_seq, key, anchor, file_id, *content))
+            messages += kind in MESSAGE_KINDS
         if rows:
             self.con.executemany(_INSERT_EVENT, rows)
         if updates:
