@@ -231,7 +231,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
         "m004_usage_buckets",
         """
-        -- Usage summed per 15-minute bucket x session x model, kept exact by triggers (a
+        -- Usage summed per 15-minute bucket x session x model, kept exact by the writer (a
         -- fact's credit, timestamp or counters can move on upsert).  Reports read this, not
         -- the per-response rows: 15 minutes divides every real UTC offset.
         CREATE TABLE usage_buckets (
@@ -273,70 +273,8 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
                 sum(u.output), sum(u.cache_read), sum(u.cache_write_5m), sum(u.cache_write_1h),
                 sum(u.reasoning)
             FROM usage u JOIN sessions s ON s.id = u.session_id GROUP BY 1, 2, 3;
-        CREATE TRIGGER usage_buckets_add AFTER INSERT ON usage BEGIN
-            INSERT INTO usage_buckets VALUES (coalesce(NEW.ts, 0) / 900000, NEW.session_id,
-                NEW.model, 1, NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
-                NEW.cache_write_1h, NEW.reasoning)
-            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
-                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
-                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
-                reasoning = reasoning + excluded.reasoning;
-            INSERT INTO usage_hours VALUES (coalesce(NEW.ts, 0) / 3600000,
-                (SELECT agent FROM sessions WHERE id = NEW.session_id), NEW.model, 1,
-                NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
-                NEW.cache_write_1h, NEW.reasoning)
-            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
-                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
-                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
-                reasoning = reasoning + excluded.reasoning;
-        END;
-        CREATE TRIGGER usage_buckets_move AFTER UPDATE ON usage
-        WHEN OLD.session_id IS NOT NEW.session_id OR OLD.ts IS NOT NEW.ts
-            OR OLD.model IS NOT NEW.model OR OLD.input != NEW.input OR OLD.output != NEW.output
-            OR OLD.cache_read != NEW.cache_read OR OLD.cache_write_5m != NEW.cache_write_5m
-            OR OLD.cache_write_1h != NEW.cache_write_1h OR OLD.reasoning != NEW.reasoning
-        BEGIN
-            UPDATE usage_buckets SET responses = responses - 1, input = input - OLD.input,
-                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
-                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
-                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
-                reasoning = reasoning - OLD.reasoning
-            WHERE bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
-                AND model = OLD.model;
-            INSERT INTO usage_buckets VALUES (coalesce(NEW.ts, 0) / 900000, NEW.session_id,
-                NEW.model, 1, NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
-                NEW.cache_write_1h, NEW.reasoning)
-            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
-                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
-                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
-                reasoning = reasoning + excluded.reasoning;
-            DELETE FROM usage_buckets WHERE responses = 0
-                AND bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id
-                AND model = OLD.model;
-            UPDATE usage_hours SET responses = responses - 1, input = input - OLD.input,
-                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
-                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
-                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
-                reasoning = reasoning - OLD.reasoning
-            WHERE hour = coalesce(OLD.ts, 0) / 3600000
-                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
-                AND model = OLD.model;
-            DELETE FROM usage_hours WHERE responses = 0 AND hour = coalesce(OLD.ts, 0) / 3600000
-                AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)
-                AND model = OLD.model;
-            INSERT INTO usage_hours VALUES (coalesce(NEW.ts, 0) / 3600000,
-                (SELECT agent FROM sessions WHERE id = NEW.session_id), NEW.model, 1,
-                NEW.input, NEW.output, NEW.cache_read, NEW.cache_write_5m,
-                NEW.cache_write_1h, NEW.reasoning)
-            ON CONFLICT DO UPDATE SET responses = responses + 1, input = input + excluded.input,
-                output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-                cache_write_5m = cache_write_5m + excluded.cache_write_5m,
-                cache_write_1h = cache_write_1h + excluded.cache_write_1h,
-                reasoning = reasoning + excluded.reasoning;
-        END;
+        -- Inserts and upserts are rolled up by the writer, per batch (helixd/store/writer.py
+        -- ``_roll_up``); a deleted fact is taken out here.
         CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN
             UPDATE usage_buckets SET responses = responses - 1, input = input - OLD.input,
                 output = output - OLD.output, cache_read = cache_read - OLD.cache_read,

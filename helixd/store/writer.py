@@ -224,6 +224,7 @@ class Writer:
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
+        self._agent_of: dict[int, str] = {}  # a session's agent never changes
 
     def commit(self, batch: Batch, now: int) -> int:
         return self.commit_many([batch], now)[0]
@@ -320,6 +321,8 @@ class Writer:
                 old[1], old[2], old[3] = row[1], row[2], row[3]
             for i in range(5, 11):
                 old[i] = max(old[i], row[i])
+        keys = [*merged, *(key64(u.dedup_key) for u in p.usage if u.replace)]
+        before = self._usage_rows(keys)
         if merged:
             self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
         replacing = [
@@ -341,6 +344,80 @@ class Writer:
         ]
         if replacing:
             self.con.executemany(_REPLACE_USAGE, replacing)
+        self._roll_up(before, self._usage_rows(keys))
+
+    def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """``{key: (session_id, ts, model, counters…)}`` of the stored facts among ``keys``."""
+        found: dict[int, tuple[Any, ...]] = {}
+        unique = list(set(keys))
+        for i in range(0, len(unique), IN_CHUNK):
+            part = unique[i : i + IN_CHUNK]
+            for row in self.con.execute(
+                "SELECT key, session_id, ts, model, input, output, cache_read, cache_write_5m,"
+                f" cache_write_1h, reasoning FROM usage WHERE key IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                found[row[0]] = tuple(row[1:])
+        return found
+
+    def _roll_up(
+        self, before: dict[int, tuple[Any, ...]], after: dict[int, tuple[Any, ...]]
+    ) -> None:
+        """Keep the usage summary tables exact: subtract what a fact was, add what it is now
+        (a fact's credit, time or counters can change on upsert), summed per 15-minute bucket
+        x session x model and per hour x agent x model — one statement per touched row of
+        the summaries rather than two per fact."""
+        buckets: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0] * 7)
+        hours: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0] * 7)
+        agents = self._agents({r[0] for r in (*before.values(), *after.values())})
+        for key in before.keys() | after.keys():
+            old, new = before.get(key), after.get(key)
+            if old == new:
+                continue
+            for row, sign in ((old, -1), (new, 1)):
+                if row is None:
+                    continue
+                sid, ts, model = row[0], row[1] or 0, row[2]
+                for target in (
+                    buckets[(ts // 900_000, sid, model)],
+                    hours[(ts // 3_600_000, agents[sid], model)],
+                ):
+                    target[0] += sign
+                    for i, value in enumerate(row[3:], start=1):
+                        target[i] += sign * value
+        for table, cols, rows in (
+            ("usage_buckets", "bucket, session_id, model", buckets),
+            ("usage_hours", "hour, agent, model", hours),
+        ):
+            if not rows:
+                continue
+            self.con.executemany(
+                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO"
+                " UPDATE SET responses = responses + excluded.responses,"
+                " input = input + excluded.input, output = output + excluded.output,"
+                " cache_read = cache_read + excluded.cache_read,"
+                " cache_write_5m = cache_write_5m + excluded.cache_write_5m,"
+                " cache_write_1h = cache_write_1h + excluded.cache_write_1h,"
+                " reasoning = reasoning + excluded.reasoning",
+                [(*k, *v) for k, v in rows.items()],
+            )
+            a, b, c = (x.strip() for x in cols.split(","))
+            self.con.executemany(
+                f"DELETE FROM {table} WHERE responses = 0 AND {a} = ? AND {b} = ? AND {c} = ?",
+                [k for k, v in rows.items() if v[0] < 0],
+            )
+
+    def _agents(self, session_ids: set[int]) -> dict[int, str]:
+        missing = [i for i in session_ids if i not in self._agent_of]
+        for i in range(0, len(missing), IN_CHUNK):
+            part = missing[i : i + IN_CHUNK]
+            self._agent_of.update(
+                self.con.execute(
+                    f"SELECT id, agent FROM sessions WHERE id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+            )
+        return self._agent_of
 
     def _upsert_file(self, c: Cursor, now: int) -> int:
         params = (
