@@ -226,6 +226,7 @@ def _print_digest(d: dict[str, Any]) -> None:
         + (" (provisional)" if d.get("provisional") else ""),
         f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
         f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
+        f"  cost ${cost.get('usd', 0):,.4f} (prices of {d.get('price_table_date', '?')})",
         f"  turns {cost['turns']}, retries {cost['retries']}, events {d['event_count']},"
         f" wall {cost['wall_clock_s']:.0f} s",
     ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.timeparse import iso
@@ -103,6 +104,43 @@ def outcome(
     return "unknown", 0.3, f"session ends on {last}"
 
 
+_PRICES: tuple[str, dict[str, dict[str, float]]] | None = None
+
+
+def prices() -> tuple[str, dict[str, dict[str, float]]]:
+    """The bundled offline price table ``(date, {model: USD per million tokens})``."""
+    global _PRICES
+    if _PRICES is None:
+        from helixd.usage_report import load_prices
+
+        _PRICES = load_prices((Path(__file__).parent / "prices.json").read_bytes())
+    return _PRICES
+
+
+def usd(by_model: dict[str, dict[str, int]]) -> float:
+    """USD of per-model usage (unpriced models count 0; reasoning is inside output)."""
+    from helixd.usage_report import cost
+
+    table = prices()[1]
+    return round(
+        sum(
+            cost(
+                table,
+                model,
+                [
+                    u["input_tokens"],
+                    u["output_tokens"],
+                    u["cache_read_tokens"],
+                    u["cache_write_5m_tokens"],
+                    u["cache_write_1h_tokens"],
+                ],
+            )
+            for model, u in by_model.items()
+        ),
+        6,
+    )
+
+
 def _cost(usage: dict[str, int], wall: float, turns: int, retries: int) -> dict[str, Any]:
     cache_write = usage["cache_write_5m_tokens"] + usage["cache_write_1h_tokens"]
     return {
@@ -142,6 +180,8 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
     usage = facts["usage"]
     sub_usage = facts["subagent_usage"]
     problems = facts["problems"]
+    own_usd = usd(facts["usage_by_model"])
+    sub_usd = usd(facts.get("subagent_usage_by_model", {}))
     return {
         "session_uid": s["uid"],
         "flavor": s["agent"],
@@ -159,7 +199,7 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
         "outcome_confidence": confidence,
         "outcome_rule": rule,
         "provisional": not closed,
-        "cost": _cost(usage, wall, turns, retries),
+        "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd},
         "usage": {"responses": usage["responses"], "by_model": facts["usage_by_model"]},
         "tool_histogram": dict(sorted(((k or "?"), v) for k, v in facts["tools"].items())),
         "event_count": sum(kinds.values()),
@@ -182,8 +222,14 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
         "parent_uid": s["parent_uid"],
         "agent_type": s["agent_type"],
         "subagents": facts["subagents"],
-        "subagent_cost": _cost(sub_usage, 0.0, 0, 0) if facts["subagents"] else None,
-        "cost_with_subagents": _cost(_add(usage, sub_usage), wall, turns, retries),
+        "subagent_cost": {**_cost(sub_usage, 0.0, 0, 0), "usd": sub_usd}
+        if facts["subagents"]
+        else None,
+        "cost_with_subagents": {
+            **_cost(_add(usage, sub_usage), wall, turns, retries),
+            "usd": round(own_usd + sub_usd, 6),
+        },
+        "price_table_date": prices()[0],
         "source": {
             "path": s["source_path"],
             "bytes": problems["source_bytes"],

@@ -1061,3 +1061,24 @@ def test_parity_with_ccusage(inproc: tuple[dict[str, Any], dict[str, Any]]) -> N
     t = report["totals"]
     theirs = (t["inputTokens"], t["outputTokens"], t["cacheReadTokens"], t["cacheCreationTokens"])
     assert _sum(theirs, (320 + 733, 350 + 2, 0, 0)) == (19601, 96858, 24752893, 845937)
+
+
+def test_digest_cost_in_usd_from_the_bundled_price_table(tmp_path: Path) -> None:
+    """1af7fc5e is all claude-sonnet-4 (dated 20250514): 93 input, 953 output, 103 219 cache
+    read, 12 698 cache write (5 m) tokens at $3 / $15 / $0.30 / $3.75 per million."""
+    root = _project(
+        tmp_path,
+        {
+            "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl": (
+                FIXTURES
+                / "d-kimuson__claude-code-viewer"
+                / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+            ).read_bytes()
+        },
+    )
+    _, digests = asyncio.run(_ingest_and_analyze(root, tmp_path / "db"))
+    d = digests["claude:1af7fc5e-8455-4414-9ccd-011d40f70b2a"]
+    expected = (93 * 3.0 + 953 * 15.0 + 103_219 * 0.30 + 12_698 * 3.75) / 1e6
+    assert d["cost"]["usd"] == round(expected, 6)  # kept to the micro-dollar
+    assert d["cost_with_subagents"]["usd"] == d["cost"]["usd"]
+    assert d["price_table_date"]

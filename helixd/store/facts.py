@@ -161,3 +161,11 @@ def _usage(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
     for parent_id, uids in children.items():
         facts[parent_id]["subagents"] = uids
         facts[parent_id]["subagent_usage"] = usage_dict(sub_usage[parent_id])
+    for parent_id, model, *row in q(
+        "SELECT p.id, u.model, "
+        + _USAGE_COLS.replace("sum(", "sum(u.")
+        + " FROM sessions p JOIN sessions c ON c.parent_uid = p.uid"
+        " JOIN usage u ON u.session_id = c.id WHERE p.id IN (SELECT id FROM temp.want)"
+        " GROUP BY p.id, u.model"
+    ):
+        facts[parent_id].setdefault("subagent_usage_by_model", {})[model] = usage_dict(row)
