@@ -111,3 +111,23 @@ def project(home: Path, name: str = "-work-live") -> Path:
     p = home / ".claude" / "projects" / name
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def stored_digest(db: Path, uid: str) -> dict[str, object] | None:
+    """The digest as the store holds it (what `helixctl lookup` prints), read in-process so
+    that a latency measured by polling is not the start-up time of a lookup subprocess."""
+    import sqlite3
+
+    if not db.exists():
+        return None
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        row = con.execute(
+            "SELECT d.json FROM digests d JOIN sessions s ON s.id = d.session_id WHERE s.uid = ?",
+            (uid,),
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        con.close()
+    return orjson.loads(row[0]) if row else None

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from tests.conftest import FIXTURES, REPO
-from tests.daemon_helpers import CODEX, SID, Helixd, line, project, wait_for
+from tests.daemon_helpers import CODEX, SID, Helixd, line, project, stored_digest, wait_for
 
 
 def sock_of(d: Helixd) -> str:
@@ -85,11 +85,13 @@ def test_each_agents_hook_payload_queues_its_session(daemon: Helixd, home: Path)
     )
     assert took < 1.5
 
-    def closed() -> bool:
-        d = daemon.lookup(SID)
-        return d is not None and d["provisional"] is False  # type: ignore[index]
+    def closed(d: dict[str, object] | None) -> bool:
+        return d is not None and d["provisional"] is False
 
-    assert wait_for(closed, 5, "the Claude session to be ingested and closed") < 1.0
+    uid = f"claude:{SID}"
+    took = wait_for(lambda: closed(stored_digest(daemon.db, uid)), 5, "the session to close")
+    assert took < 1.0
+    assert closed(daemon.lookup(SID))  # and `helixctl lookup` shows it
     # Codex notify passes its JSON as the last argument; no path: a scan finds the rollout.
     day = home / ".codex/sessions/2026/02/23"
     day.mkdir(parents=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from tests.conftest import REPO, cli_env
-from tests.daemon_helpers import CODEX, SID, Helixd, line, project, wait_for
+from tests.daemon_helpers import CODEX, SID, Helixd, line, project, stored_digest, wait_for
 from tests.db_snapshot import snapshot
 from tests.test_crash import write_corpus
 
@@ -27,11 +27,12 @@ def test_appended_lines_are_visible_to_lookup_within_a_second(daemon: Helixd, ho
     with f.open("ab") as fh:
         fh.write(line(2) + line(3, "assistant", "done"))
 
-    def updated() -> bool:
-        d = daemon.lookup(SID)
+    def updated(d: dict[str, object] | None) -> bool:
         return d is not None and d["cost"]["output_tokens"] == 1 + 3  # type: ignore[index]
 
-    assert wait_for(updated, 5, "appended usage") < 1.0
+    took = wait_for(lambda: updated(stored_digest(daemon.db, f"claude:{SID}")), 5, "new usage")
+    assert took < 1.0
+    assert updated(daemon.lookup(SID))  # and `helixctl lookup` shows it
     assert daemon.stop() == 0
 
 
