@@ -10,7 +10,6 @@ from the adapter's parent key (the turn DAG).
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -22,43 +21,12 @@ import orjson
 import zstandard
 
 from helixd.records import Cursor, Event, Parsed, SessionInfo
+from helixd.store.keys import IN_CHUNK, key64
+from helixd.store.search_write import SearchIndexWriter, search_doc
+from helixd.store.usage_write import UsageWriter
 
 RAW_LEVEL: Final = 3
-IN_CHUNK: Final = 500
 MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
-# Event kinds whose text goes into the full-text index (``search``; migration m003_search
-# backfills with the same rule in SQL).
-SEARCH_KINDS: Final = frozenset(
-    {
-        "user_msg",
-        "assistant_msg",
-        "thinking",
-        "tool_call",
-        "edit",
-        "test_run",
-        "error",
-        "human_intervention",
-    }
-)
-
-
-def search_doc(kind: str, summary: str, body: str | None, extra: str = "") -> str:
-    """The text indexed for one event: index-only text (thinking) first, else the body,
-    else the summary; a tool call indexes its description (tool, path) and its command."""
-    if kind not in SEARCH_KINDS:
-        return ""
-    if kind == "tool_call":
-        return "\n".join(p for p in (summary, body) if p)
-    return extra or body or summary
-
-
-def key64(text: str) -> int:
-    """A signed 64-bit hash of a natural key (collisions: ~1e-7 at 1e6 keys per session)."""
-    return int.from_bytes(
-        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-        "little",
-        signed=True,
-    )
 
 
 @dataclass(slots=True)
@@ -167,32 +135,6 @@ ON CONFLICT (uid) DO UPDATE SET
 RETURNING id, next_seq
 """
 
-_UPSERT_USAGE: Final = """
-INSERT INTO usage (key, session_id, rank, ts, model, input, output, cache_read,
-    cache_write_5m, cache_write_1h, reasoning)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO UPDATE SET
-    session_id = CASE WHEN excluded.rank < rank THEN excluded.session_id ELSE session_id END,
-    ts = CASE WHEN excluded.rank < rank THEN excluded.ts ELSE ts END,
-    rank = min(rank, excluded.rank),
-    input = max(input, excluded.input),
-    output = max(output, excluded.output),
-    cache_read = max(cache_read, excluded.cache_read),
-    cache_write_5m = max(cache_write_5m, excluded.cache_write_5m),
-    cache_write_1h = max(cache_write_1h, excluded.cache_write_1h),
-    reasoning = max(reasoning, excluded.reasoning)
-"""
-
-_REPLACE_USAGE: Final = (
-    _UPSERT_USAGE[: _UPSERT_USAGE.index("ON CONFLICT")]
-    + """
-ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = excluded.rank,
-    ts = excluded.ts, model = excluded.model, input = excluded.input, output = excluded.output,
-    cache_read = excluded.cache_read, cache_write_5m = excluded.cache_write_5m,
-    cache_write_1h = excluded.cache_write_1h, reasoning = excluded.reasoning
-"""
-)
-
 _EVENT_CONTENT: Final = (
     "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
     " payload_bytes, offset, lines_added, lines_removed"
@@ -224,7 +166,8 @@ class Writer:
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
-        self._agent_of: dict[int, str] = {}  # a session's agent never changes
+        self.usage = UsageWriter(con)
+        self.search = SearchIndexWriter(con)
 
     def commit(self, batch: Batch, now: int) -> int:
         return self.commit_many([batch], now)[0]
@@ -254,7 +197,7 @@ class Writer:
         assert batch.rows is not None
         self._insert_events(batch.rows, ids, file_id, now, batch.replace_events)
         if p.usage:
-            self._write_usage(p, ids)
+            self.usage.write(p, ids)
         if batch.replace_events and batch.start == 0 and c.generation > 0:
             # A file rewritten whole: the new copy supersedes the older generations.
             self.con.execute(
@@ -289,135 +232,6 @@ class Writer:
             ),
         )
         return file_id
-
-    def _write_usage(self, p: Parsed, ids: dict[str, int]) -> None:
-        """Merging facts take the max of each counter; replacing facts (``replace=True``)
-        overwrite, in order, so the last one of a batch wins.  Merging facts that share a key
-        inside the batch (the streamed lines of one response) are merged here first, by the
-        same rule as the upsert, so each response costs one statement."""
-        merged: dict[int, list[Any]] = {}
-        for u in p.usage:
-            if u.replace:
-                continue
-            key = key64(u.dedup_key)
-            row: list[Any] = [
-                key,
-                ids[u.session_uid],
-                u.rank,
-                u.ts,
-                u.model,
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_tokens,
-                u.cache_write_5m_tokens,
-                u.cache_write_1h_tokens,
-                u.reasoning_tokens,
-            ]
-            old = merged.get(key)
-            if old is None:
-                merged[key] = row
-                continue
-            if row[2] < old[2]:  # the earlier-ranked claimant takes the credit
-                old[1], old[2], old[3] = row[1], row[2], row[3]
-            for i in range(5, 11):
-                old[i] = max(old[i], row[i])
-        keys = [*merged, *(key64(u.dedup_key) for u in p.usage if u.replace)]
-        before = self._usage_rows(keys)
-        if merged:
-            self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
-        replacing = [
-            (
-                key64(u.dedup_key),
-                ids[u.session_uid],
-                u.rank,
-                u.ts,
-                u.model,
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_tokens,
-                u.cache_write_5m_tokens,
-                u.cache_write_1h_tokens,
-                u.reasoning_tokens,
-            )
-            for u in p.usage
-            if u.replace
-        ]
-        if replacing:
-            self.con.executemany(_REPLACE_USAGE, replacing)
-        self._roll_up(before, self._usage_rows(keys))
-
-    def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-        """``{key: (session_id, ts, model, counters…)}`` of the stored facts among ``keys``."""
-        found: dict[int, tuple[Any, ...]] = {}
-        unique = list(set(keys))
-        for i in range(0, len(unique), IN_CHUNK):
-            part = unique[i : i + IN_CHUNK]
-            for row in self.con.execute(
-                "SELECT key, session_id, ts, model, input, output, cache_read, cache_write_5m,"
-                f" cache_write_1h, reasoning FROM usage WHERE key IN ({','.join('?' * len(part))})",
-                part,
-            ):
-                found[row[0]] = tuple(row[1:])
-        return found
-
-    def _roll_up(
-        self, before: dict[int, tuple[Any, ...]], after: dict[int, tuple[Any, ...]]
-    ) -> None:
-        """Keep the usage summary tables exact: subtract what a fact was, add what it is now
-        (a fact's credit, time or counters can change on upsert), summed per 15-minute bucket
-        x session x model and per hour x agent x model — one statement per touched row of
-        the summaries rather than two per fact."""
-        buckets: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0] * 7)
-        hours: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0] * 7)
-        agents = self._agents({r[0] for r in (*before.values(), *after.values())})
-        for key in before.keys() | after.keys():
-            old, new = before.get(key), after.get(key)
-            if old == new:
-                continue
-            for row, sign in ((old, -1), (new, 1)):
-                if row is None:
-                    continue
-                sid, ts, model = row[0], row[1] or 0, row[2]
-                for target in (
-                    buckets[(ts // 900_000, sid, model)],
-                    hours[(ts // 3_600_000, agents[sid], model)],
-                ):
-                    target[0] += sign
-                    for i, value in enumerate(row[3:], start=1):
-                        target[i] += sign * value
-        for table, cols, rows in (
-            ("usage_buckets", "bucket, session_id, model", buckets),
-            ("usage_hours", "hour, agent, model", hours),
-        ):
-            if not rows:
-                continue
-            self.con.executemany(
-                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO"
-                " UPDATE SET responses = responses + excluded.responses,"
-                " input = input + excluded.input, output = output + excluded.output,"
-                " cache_read = cache_read + excluded.cache_read,"
-                " cache_write_5m = cache_write_5m + excluded.cache_write_5m,"
-                " cache_write_1h = cache_write_1h + excluded.cache_write_1h,"
-                " reasoning = reasoning + excluded.reasoning",
-                [(*k, *v) for k, v in rows.items()],
-            )
-            a, b, c = (x.strip() for x in cols.split(","))
-            self.con.executemany(
-                f"DELETE FROM {table} WHERE responses = 0 AND {a} = ? AND {b} = ? AND {c} = ?",
-                [k for k, v in rows.items() if v[0] < 0],
-            )
-
-    def _agents(self, session_ids: set[int]) -> dict[int, str]:
-        missing = [i for i in session_ids if i not in self._agent_of]
-        for i in range(0, len(missing), IN_CHUNK):
-            part = missing[i : i + IN_CHUNK]
-            self._agent_of.update(
-                self.con.execute(
-                    f"SELECT id, agent FROM sessions WHERE id IN ({','.join('?' * len(part))})",
-                    part,
-                ).fetchall()
-            )
-        return self._agent_of
 
     def _upsert_file(self, c: Cursor, now: int) -> int:
         params = (
@@ -562,10 +376,10 @@ class Writer:
         if rows:
             self.con.executemany(_INSERT_EVENT, rows)
         if updates:
-            self._unindex(session_id, list(redocs))
+            self.search.unindex(session_id, list(redocs))
             self.con.executemany(_UPDATE_EVENT, updates)
         if docs or redocs:
-            self._index(session_id, first_seq, docs, redocs)
+            self.search.index(session_id, first_seq, docs, redocs)
         self.con.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
@@ -578,79 +392,6 @@ class Writer:
             "UPDATE sessions SET ended = 1, changed_at = ? WHERE uid = ? AND ended = 0", (now, uid)
         )
         return cur.rowcount > 0
-
-    def _index(
-        self,
-        session_id: int,
-        first_seq: int,
-        docs: Sequence[tuple[int, str, str, int | None]],
-        redocs: dict[int, tuple[str, str, int | None]],
-    ) -> None:
-        """Add the new (and rewritten) events' text to the full-text index, in the same
-        transaction as the rows: rowid = the event's id."""
-        found: list[tuple[int, str, str, int | None]] = []
-        if docs:
-            ids = dict(
-                self.con.execute(
-                    "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ?",
-                    (session_id, first_seq),
-                ).fetchall()
-            )
-            found.extend((ids[seq], text, kind, ts) for seq, text, kind, ts in docs if seq in ids)
-        if redocs:
-            by_key = self._event_ids(session_id, list(redocs))
-            found.extend(
-                (by_key[k], text, kind, ts)
-                for k, (text, kind, ts) in redocs.items()
-                if text and k in by_key
-            )
-        if not found:
-            return
-        self.con.executemany(
-            "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
-            [(i, session_id, kind, ts) for i, _, kind, ts in found],
-        )
-        self.con.executemany(
-            "INSERT INTO search (rowid, text) VALUES (?, ?)", [(i, t) for i, t, _, _ in found]
-        )
-
-    def _event_ids(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
-        found: dict[int, int] = {}
-        for i in range(0, len(keys), IN_CHUNK):
-            part = keys[i : i + IN_CHUNK]
-            marks = ",".join("?" * len(part))
-            rows = self.con.execute(
-                f"SELECT ekey, id FROM events WHERE session_id = ? AND ekey IN ({marks})",
-                (session_id, *part),
-            ).fetchall()
-            found.update({int(k): int(v) for k, v in rows})
-        return found
-
-    def _unindex(self, session_id: int, keys: Sequence[int]) -> None:
-        """Remove the index entries of events about to be rewritten.  A contentless index
-        deletes by the exact text it indexed, rebuilt here from the stored row (whole-file
-        adapters set no index-only text).  A row whose body was evicted cannot be rebuilt:
-        its old entry stays (it still points at the same event)."""
-        evicted = self.con.execute(
-            "SELECT evicted_at IS NOT NULL FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if evicted and evicted[0]:
-            return
-        for i in range(0, len(keys), IN_CHUNK):
-            part = keys[i : i + IN_CHUNK]
-            marks = ",".join("?" * len(part))
-            rows = self.con.execute(
-                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
-                " JOIN search_docs d ON d.id = e.id"
-                f" WHERE e.session_id = ? AND e.ekey IN ({marks})",
-                (session_id, *part),
-            ).fetchall()
-            olds = [(i, search_doc(k, s, b)) for i, k, s, b in rows]
-            self.con.executemany(
-                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
-                [(i, t) for i, t in olds if t],
-            )
-            self.con.executemany("DELETE FROM search_docs WHERE id = ?", [(i,) for i, _ in olds])
 
     def mark_gone(self, path: str, now: int) -> bool:
         return (

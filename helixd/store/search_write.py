@@ -1,0 +1,114 @@
+"""Keeping the full-text index in step with the events, in the writer's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Final
+
+from helixd.store.keys import IN_CHUNK
+
+# Event kinds whose text goes into the full-text index (``search``; migration m003_search
+# backfills with the same rule in SQL).
+SEARCH_KINDS: Final = frozenset(
+    {
+        "user_msg",
+        "assistant_msg",
+        "thinking",
+        "tool_call",
+        "edit",
+        "test_run",
+        "error",
+        "human_intervention",
+    }
+)
+
+
+def search_doc(kind: str, summary: str, body: str | None, extra: str = "") -> str:
+    """The text indexed for one event: index-only text (thinking) first, else the body,
+    else the summary; a tool call indexes its description (tool, path) and its command."""
+    if kind not in SEARCH_KINDS:
+        return ""
+    if kind == "tool_call":
+        return "\n".join(p for p in (summary, body) if p)
+    return extra or body or summary
+
+
+class SearchIndexWriter:
+    """Adds and removes the index entries of events (rowid = the event's id)."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+
+    def index(
+        self,
+        session_id: int,
+        first_seq: int,
+        docs: Sequence[tuple[int, str, str, int | None]],
+        redocs: dict[int, tuple[str, str, int | None]],
+    ) -> None:
+        """Add the new (and rewritten) events' text to the full-text index, in the same
+        transaction as the rows: rowid = the event's id."""
+        found: list[tuple[int, str, str, int | None]] = []
+        if docs:
+            ids = dict(
+                self.con.execute(
+                    "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ?",
+                    (session_id, first_seq),
+                ).fetchall()
+            )
+            found.extend((ids[seq], text, kind, ts) for seq, text, kind, ts in docs if seq in ids)
+        if redocs:
+            by_key = self._event_ids(session_id, list(redocs))
+            found.extend(
+                (by_key[k], text, kind, ts)
+                for k, (text, kind, ts) in redocs.items()
+                if text and k in by_key
+            )
+        if not found:
+            return
+        self.con.executemany(
+            "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
+            [(i, session_id, kind, ts) for i, _, kind, ts in found],
+        )
+        self.con.executemany(
+            "INSERT INTO search (rowid, text) VALUES (?, ?)", [(i, t) for i, t, _, _ in found]
+        )
+
+    def _event_ids(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for i in range(0, len(keys), IN_CHUNK):
+            part = keys[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(part))
+            rows = self.con.execute(
+                f"SELECT ekey, id FROM events WHERE session_id = ? AND ekey IN ({marks})",
+                (session_id, *part),
+            ).fetchall()
+            found.update({int(k): int(v) for k, v in rows})
+        return found
+
+    def unindex(self, session_id: int, keys: Sequence[int]) -> None:
+        """Remove the index entries of events about to be rewritten.  A contentless index
+        deletes by the exact text it indexed, rebuilt here from the stored row (whole-file
+        adapters set no index-only text).  A row whose body was evicted cannot be rebuilt:
+        its old entry stays (it still points at the same event)."""
+        evicted = self.con.execute(
+            "SELECT evicted_at IS NOT NULL FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if evicted and evicted[0]:
+            return
+        for i in range(0, len(keys), IN_CHUNK):
+            part = keys[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(part))
+            rows = self.con.execute(
+                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
+                " JOIN search_docs d ON d.id = e.id"
+                f" WHERE e.session_id = ? AND e.ekey IN ({marks})",
+                (session_id, *part),
+            ).fetchall()
+            olds = [(i, search_doc(k, s, b)) for i, k, s, b in rows]
+            self.con.executemany(
+                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
+                [(i, t) for i, t in olds if t],
+            )
+            self.con.executemany("DELETE FROM search_docs WHERE id = ?", [(i,) for i, _ in olds])

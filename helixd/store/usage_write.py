@@ -1,0 +1,175 @@
+"""Writing usage facts: the dedup upsert (max per counter, credit to the earliest rank),
+replacing facts, and the exact per-batch roll-up into the usage summary tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, Final
+
+from helixd.records import Parsed
+from helixd.store.keys import IN_CHUNK, key64
+
+_UPSERT_USAGE: Final = """
+INSERT INTO usage (key, session_id, rank, ts, model, input, output, cache_read,
+    cache_write_5m, cache_write_1h, reasoning)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET
+    session_id = CASE WHEN excluded.rank < rank THEN excluded.session_id ELSE session_id END,
+    ts = CASE WHEN excluded.rank < rank THEN excluded.ts ELSE ts END,
+    rank = min(rank, excluded.rank),
+    input = max(input, excluded.input),
+    output = max(output, excluded.output),
+    cache_read = max(cache_read, excluded.cache_read),
+    cache_write_5m = max(cache_write_5m, excluded.cache_write_5m),
+    cache_write_1h = max(cache_write_1h, excluded.cache_write_1h),
+    reasoning = max(reasoning, excluded.reasoning)
+"""
+
+_REPLACE_USAGE: Final = (
+    _UPSERT_USAGE[: _UPSERT_USAGE.index("ON CONFLICT")]
+    + """
+ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = excluded.rank,
+    ts = excluded.ts, model = excluded.model, input = excluded.input, output = excluded.output,
+    cache_read = excluded.cache_read, cache_write_5m = excluded.cache_write_5m,
+    cache_write_1h = excluded.cache_write_1h, reasoning = excluded.reasoning
+"""
+)
+
+
+class UsageWriter:
+    """Runs on the store's thread inside the writer's transaction."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+        self._agent_of: dict[int, str] = {}  # a session's agent never changes
+
+    def write(self, p: Parsed, ids: dict[str, int]) -> None:
+        """Merging facts take the max of each counter; replacing facts (``replace=True``)
+        overwrite, in order, so the last one of a batch wins.  Merging facts that share a key
+        inside the batch (the streamed lines of one response) are merged here first, by the
+        same rule as the upsert, so each response costs one statement."""
+        merged: dict[int, list[Any]] = {}
+        for u in p.usage:
+            if u.replace:
+                continue
+            key = key64(u.dedup_key)
+            row: list[Any] = [
+                key,
+                ids[u.session_uid],
+                u.rank,
+                u.ts,
+                u.model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_5m_tokens,
+                u.cache_write_1h_tokens,
+                u.reasoning_tokens,
+            ]
+            old = merged.get(key)
+            if old is None:
+                merged[key] = row
+                continue
+            if row[2] < old[2]:  # the earlier-ranked claimant takes the credit
+                old[1], old[2], old[3] = row[1], row[2], row[3]
+            for i in range(5, 11):
+                old[i] = max(old[i], row[i])
+        keys = [*merged, *(key64(u.dedup_key) for u in p.usage if u.replace)]
+        before = self._usage_rows(keys)
+        if merged:
+            self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
+        replacing = [
+            (
+                key64(u.dedup_key),
+                ids[u.session_uid],
+                u.rank,
+                u.ts,
+                u.model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_5m_tokens,
+                u.cache_write_1h_tokens,
+                u.reasoning_tokens,
+            )
+            for u in p.usage
+            if u.replace
+        ]
+        if replacing:
+            self.con.executemany(_REPLACE_USAGE, replacing)
+        self._roll_up(before, self._usage_rows(keys))
+
+    def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """``{key: (session_id, ts, model, counters…)}`` of the stored facts among ``keys``."""
+        found: dict[int, tuple[Any, ...]] = {}
+        unique = list(set(keys))
+        for i in range(0, len(unique), IN_CHUNK):
+            part = unique[i : i + IN_CHUNK]
+            for row in self.con.execute(
+                "SELECT key, session_id, ts, model, input, output, cache_read, cache_write_5m,"
+                f" cache_write_1h, reasoning FROM usage WHERE key IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                found[row[0]] = tuple(row[1:])
+        return found
+
+    def _roll_up(
+        self, before: dict[int, tuple[Any, ...]], after: dict[int, tuple[Any, ...]]
+    ) -> None:
+        """Keep the usage summary tables exact: subtract what a fact was, add what it is now
+        (a fact's credit, time or counters can change on upsert), summed per 15-minute bucket
+        x session x model and per hour x agent x model — one statement per touched row of
+        the summaries rather than two per fact."""
+        buckets: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0] * 7)
+        hours: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0] * 7)
+        agents = self._agents({r[0] for r in (*before.values(), *after.values())})
+        for key in before.keys() | after.keys():
+            old, new = before.get(key), after.get(key)
+            if old == new:
+                continue
+            for row, sign in ((old, -1), (new, 1)):
+                if row is None:
+                    continue
+                sid, ts, model = row[0], row[1] or 0, row[2]
+                for target in (
+                    buckets[(ts // 900_000, sid, model)],
+                    hours[(ts // 3_600_000, agents[sid], model)],
+                ):
+                    target[0] += sign
+                    for i, value in enumerate(row[3:], start=1):
+                        target[i] += sign * value
+        for table, cols, rows in (
+            ("usage_buckets", "bucket, session_id, model", buckets),
+            ("usage_hours", "hour, agent, model", hours),
+        ):
+            if not rows:
+                continue
+            self.con.executemany(
+                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO"
+                " UPDATE SET responses = responses + excluded.responses,"
+                " input = input + excluded.input, output = output + excluded.output,"
+                " cache_read = cache_read + excluded.cache_read,"
+                " cache_write_5m = cache_write_5m + excluded.cache_write_5m,"
+                " cache_write_1h = cache_write_1h + excluded.cache_write_1h,"
+                " reasoning = reasoning + excluded.reasoning",
+                [(*k, *v) for k, v in rows.items()],
+            )
+            a, b, c = (x.strip() for x in cols.split(","))
+            self.con.executemany(
+                f"DELETE FROM {table} WHERE responses = 0 AND {a} = ? AND {b} = ? AND {c} = ?",
+                [k for k, v in rows.items() if v[0] < 0],
+            )
+
+    def _agents(self, session_ids: set[int]) -> dict[int, str]:
+        missing = [i for i in session_ids if i not in self._agent_of]
+        for i in range(0, len(missing), IN_CHUNK):
+            part = missing[i : i + IN_CHUNK]
+            self._agent_of.update(
+                self.con.execute(
+                    f"SELECT id, agent FROM sessions WHERE id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+            )
+        return self._agent_of
