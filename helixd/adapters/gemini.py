@@ -379,16 +379,9 @@ class _Recording:
 
 def _parse_document(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     data = chunk.data
-    stripped = data.strip()
-    if not stripped or not chunk.at_eof:
-        return Parsed(consumed=0, state=dict(state))
-    try:
-        obj, _repaired = jsonl.decode(stripped)
-    except jsonl.LineError as exc:
-        if not stripped.endswith(b"}"):
-            return Parsed(consumed=0, state=dict(state))  # mid-rewrite: wait for the next
-        bad = BadLine(chunk.base, len(data), f"unreadable session document: {exc}")
-        return Parsed(consumed=len(data), state=dict(state), bad=[bad], lines=1)
+    obj = jsonl.whole_document(chunk, "session document")
+    if isinstance(obj, Parsed):
+        return obj
     run = _Recording(chunk, {})
     run.meta(chunk.base, {k: v for k, v in obj.items() if k != "messages"})
     messages = obj.get("messages")

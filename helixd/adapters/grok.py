@@ -472,16 +472,9 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 def _parse_summary(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     data = chunk.data
-    stripped = data.strip()
-    if not stripped or not chunk.at_eof:
-        return Parsed(consumed=0, state=dict(state))
-    try:
-        obj, _repaired = jsonl.decode(stripped)
-    except jsonl.LineError as exc:
-        if not stripped.endswith(b"}"):
-            return Parsed(consumed=0, state=dict(state))  # mid-rewrite: wait for the next
-        bad = BadLine(chunk.base, len(data), f"unreadable summary.json: {exc}")
-        return Parsed(consumed=len(data), state=dict(state), bad=[bad], lines=1)
+    obj = jsonl.whole_document(chunk, "summary.json")
+    if isinstance(obj, Parsed):
+        return obj
     native, cwd = session_of(chunk.ctx.rel)
     info = summary_info(obj, f"{NAME}:{native}", native)
     info = replace(info, cwd=info.cwd or cwd)

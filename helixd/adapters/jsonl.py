@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from helixd.records import BadLine, Parsed
+
+if TYPE_CHECKING:
+    from helixd.adapters.base import Chunk
 
 
 class LineError(ValueError):
@@ -115,3 +120,22 @@ def iter_text_blocks(content: Any) -> Iterator[str]:
                 text = block.get("text")
                 if isinstance(text, str):
                     yield text
+
+
+def whole_document(chunk: Chunk, what: str) -> dict[str, Any] | Parsed:
+    """A file rewritten whole (one JSON document): the object, or the ``Parsed`` to return
+    at once — nothing consumed while the read has not reached the end or the writer is
+    mid-rewrite (the document does not end with ``}`` yet); a finished but unreadable
+    document is one bad line, consumed."""
+    data = chunk.data
+    stripped = data.strip()
+    if not stripped or not chunk.at_eof:
+        return Parsed(consumed=0, state={})
+    try:
+        obj, _repaired = decode(stripped)
+    except LineError as exc:
+        if not stripped.endswith(b"}"):
+            return Parsed(consumed=0, state={})  # mid-rewrite: wait for the next version
+        bad = BadLine(chunk.base, len(data), f"unreadable {what}: {exc}")
+        return Parsed(consumed=len(data), state={}, bad=[bad], lines=1)
+    return obj
