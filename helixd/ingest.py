@@ -18,7 +18,6 @@ leaves whole batches only, and natural keys make any replay harmless.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections import deque
@@ -26,8 +25,6 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Final
-
-import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.records import BadLine, Cursor, Parsed
@@ -37,16 +34,17 @@ from helixd.tailer import (
     HEAD_BYTES,
     FileStat,
     Piece,
+    compress_range,
     fingerprint,
     head_of,
     read_at,
     read_pieces,
+    read_sidecar,
     resume_offset,
     stat_file,
     unchanged,
 )
 
-SIDECAR_MAX: Final = 64 * 1024
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
@@ -356,7 +354,7 @@ class Ingestor:
                 ):
                     item = _Planned(run, piece)
                     if piece.oversized:
-                        item.raw_z = _compress_range(f, piece.offset, piece.oversized)
+                        item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
                     yield item
                     if budget is not None:
                         budget -= len(piece.data) + piece.oversized
@@ -384,7 +382,7 @@ class Ingestor:
             generation=(cursor.generation + replaced) if cursor else 0,
             head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
             head_len=len(head),
-            ctx=FileContext(src.path, src.rel, _read_sidecar(src)),
+            ctx=FileContext(src.path, src.rel, read_sidecar(src.adapter.sidecar(src.path))),
             state={} if replaced or cursor is None else dict(cursor.state),
             offset=offset,
         )
@@ -495,25 +493,5 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
     stats.sessions.update(u.session_uid for u in parsed.usage)
 
 
-def _compress_range(f: BinaryIO, offset: int, length: int) -> bytes:
-    """Stream-compress ``length`` bytes at ``offset`` (secrets masked piece by piece)."""
-    comp = zstandard.ZstdCompressor(level=3).compressobj()
-    out: list[bytes] = []
-    pos = offset
-    while pos < offset + length:
-        piece = read_at(f, pos, min(1 << 22, offset + length - pos))
-        if not piece:
-            break
-        out.append(comp.compress(redact(piece)[0]))
-        pos += len(piece)
-    out.append(comp.flush())
-    return b"".join(out)
-
-
-def _read_sidecar(src: Source) -> bytes | None:
-    name = src.adapter.sidecar(src.path)
-    if name is None:
-        return None
-    with contextlib.suppress(OSError), open(name, "rb") as f:
-        return f.read(SIDECAR_MAX)
-    return None
+def _masked(piece: bytes) -> bytes:
+    return redact(piece)[0]

@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Final
+
+import zstandard
 
 from helixd.records import Cursor
 
@@ -147,3 +149,33 @@ def _line_length(f: BinaryIO, offset: int, size: int) -> int:
             return pos + nl + 1 - offset
         pos += len(piece)
     return 0
+
+
+SIDECAR_MAX: Final = 64 * 1024
+
+
+def read_sidecar(path: str | None) -> bytes | None:
+    """The first 64 KiB of an adapter's small companion file, or None."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read(SIDECAR_MAX)
+    except OSError:
+        return None
+
+
+def compress_range(f: BinaryIO, offset: int, length: int, mask: Callable[[bytes], bytes]) -> bytes:
+    """Stream-compress ``length`` bytes at ``offset`` (an over-long line kept raw), each
+    4 MiB piece passed through ``mask`` (secret redaction) first."""
+    comp = zstandard.ZstdCompressor(level=3).compressobj()
+    out: list[bytes] = []
+    pos = offset
+    while pos < offset + length:
+        piece = read_at(f, pos, min(1 << 22, offset + length - pos))
+        if not piece:
+            break
+        out.append(comp.compress(mask(piece)))
+        pos += len(piece)
+    out.append(comp.flush())
+    return b"".join(out)
