@@ -9,46 +9,30 @@ started_at, ended_at, outcome, cost {input_tokens, output_tokens, cache_tokens, 
 turns, retries}, tool_histogram, event_count, kind_counts, markers, first_prompt,
 last_assistant, error_snippets [{fingerprint, sample, count, tool}], schema_version.
 Helix adds: provisional, outcome_rule, outcome_confidence, usage (the token split),
-parent_uid, subagents, subagent_cost, cost_with_subagents, source.
+parent_uid, subagents, subagent_cost, cost_with_subagents, source, price_table_date,
+tool_calls {total, by_status, duration_ms_p50, duration_ms_max}, test_runs {total, by_status,
+last}, files {operations, paths, lines_added, lines_removed, by_language}; each error
+snippet's ``first_seq``.  The signals themselves (with their event pointers) are saved beside
+the digest (``helixd.signals``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from helixd.pricing import PriceTable, bundled
+from helixd.signals import Marker, Signals, extract, summarize
 from helixd.timeparse import iso
 
 if TYPE_CHECKING:
     from helixd.store import Store
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # 2: tool_calls / test_runs / files summaries, first_seq
 SNIPPET_CHARS: Final = 280
 IDLE_CLOSE_MS: Final = 30 * 60 * 1000
 FAIL_STREAK: Final = 3
 DIGEST_BATCH: Final = 500
-
-_NOISE = (
-    (re.compile(r"(?:/[\w.\-@]+)+/?"), "<path>"),
-    (re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
-    (re.compile(r"\d+"), "#"),
-    (re.compile(r"(['\"`]).*?\1"), "<str>"),
-    (re.compile(r"\s+"), " "),
-)
-
-
-def error_fingerprint(message: str) -> tuple[str, str]:
-    """``(fingerprint, normalized)``: numbers, paths, hex ids and quoted strings are masked
-    so that the same error with different details groups together."""
-    text = message.strip().splitlines()[0] if message.strip() else ""
-    norm = text.lower()
-    for pattern, repl in _NOISE:
-        norm = pattern.sub(repl, norm)
-    norm = norm.strip()[:200]
-    return hashlib.blake2b(norm.encode(), digest_size=6).hexdigest(), norm
 
 
 def _snip(text: str | None) -> str:
@@ -58,74 +42,83 @@ def _snip(text: str | None) -> str:
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
 
 
-def _errors(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+def _errors(markers: Iterable[Marker]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
-    for tool, body, summary in rows:
-        fp, _ = error_fingerprint(body or summary or "")
+    for m in markers:
+        if m.kind != "error" or m.fingerprint is None:
+            continue
         entry = groups.setdefault(
-            fp, {"fingerprint": fp, "sample": _snip(body or summary), "count": 0, "tool": tool}
+            m.fingerprint,
+            {
+                "fingerprint": m.fingerprint,
+                "sample": _snip(m.sample),
+                "count": 0,
+                "tool": m.tool,
+                "first_seq": m.seq,
+            },
         )
         entry["count"] += 1
     return sorted(groups.values(), key=lambda e: (-e["count"], e["fingerprint"]))[:20]
 
 
-def count_retries(sequence: Iterable[Sequence[Any]]) -> int:
-    """Tool calls repeating (same tool, same command/path) a call whose result failed.
-
-    ``sequence`` holds ``(kind, tool, summary, is_error)`` of tool calls and results in
-    ``seq`` order."""
-    retries = 0
-    last_call: tuple[Any, Any] | None = None
-    failed: tuple[Any, Any] | None = None
-    for kind, tool, summary, is_error in sequence:
-        if kind == "tool_call":
-            if failed is not None and (tool, summary) == failed:
-                retries += 1
-            failed = None
-            last_call = (tool, summary)
-        elif kind == "tool_result":
-            failed = last_call if is_error else None
-    return retries
-
-
 def outcome(
     kinds_tail: Sequence[str], results_tail: Sequence[bool], messages: int
 ) -> tuple[str, float, str]:
-    """``(outcome, confidence, rule)`` from the end of the session (spec OQ2 heuristic)."""
+    """``(outcome, confidence, rule)`` from the end of the session (spec OQ2 heuristic:
+    agentsview's rules, plus session errors, replies admitting failure and lost edits).
+
+    ``kinds_tail`` holds the kinds of the last conversational events, oldest first, as
+    ``store.facts._tails`` refines them: ``error`` is an error of the session itself (API
+    error, timeout, expired login; a tool's error is its failed result), ``gave_up`` an
+    assistant reply whose opening sentence admits failure, ``edit_result`` the result of a
+    file change.  ``results_tail`` holds the error flags of the tool and edit results among
+    them, in the same order."""
     if messages == 0:
         return "unknown", 0.2, "no conversation"
     if len(results_tail) >= FAIL_STREAK and all(results_tail[-FAIL_STREAK:]):
         return "fail", 0.6, f"last {FAIL_STREAK} tool results failed"
     last = kinds_tail[-1] if kinds_tail else None
+    if last == "error":
+        return "fail", 0.6, "session ends on errors, not a reply"
     if last in ("user_msg", "human_intervention"):
         return "abandoned", 0.5, "session ends on a user turn"
+    if last == "gave_up":
+        return "fail", 0.45, "final reply admits failure"
     if last == "assistant_msg":
+        flags = iter(results_tail)
+        edit_failed = False  # the last file change of the final turn
+        for kind in kinds_tail:
+            if kind in ("user_msg", "human_intervention"):
+                edit_failed = False
+            elif kind in ("tool_result", "edit_result"):
+                failed = next(flags, False)
+                edit_failed = failed if kind == "edit_result" else edit_failed
+        if edit_failed:
+            return "fail", 0.4, "last file edit failed and was not redone"
         return "success", 0.5, "session ends on an assistant reply"
     return "unknown", 0.3, f"session ends on {last}"
 
 
-_PRICES: tuple[str, dict[str, dict[str, float]]] | None = None
+_BUNDLED: PriceTable | None = None
 
 
-def prices() -> tuple[str, dict[str, dict[str, float]]]:
+def prices() -> PriceTable:
     """The bundled offline price table ``(date, {model: USD per million tokens})``."""
-    global _PRICES
-    if _PRICES is None:
-        from helixd.usage_report import load_prices
-
-        _PRICES = load_prices((Path(__file__).parent / "prices.json").read_bytes())
-    return _PRICES
+    global _BUNDLED
+    if _BUNDLED is None:
+        _BUNDLED = bundled()
+    return _BUNDLED
 
 
-def usd(by_model: dict[str, dict[str, int]]) -> float:
+def usd(by_model: dict[str, dict[str, int]], table: PriceTable | None = None) -> float:
     """USD of per-model usage (unpriced models count 0; reasoning is inside output)."""
     from helixd.usage_report import cost
 
-    table = prices()[1]
+    rates = (table or prices())[1]
     return round(
         sum(
             cost(
-                table,
+                rates,
                 model,
                 [
                     u["input_tokens"],
@@ -160,9 +153,19 @@ def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
 
-def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict[str, Any]:
+def build(
+    facts: dict[str, Any],
+    now: int,
+    idle_ms: int = IDLE_CLOSE_MS,
+    table: PriceTable | None = None,
+    sig: Signals | None = None,
+) -> dict[str, Any]:
     """The digest of one session from its ``Store.digest_facts`` entry (``tail`` holds the
-    kinds of its last events and whether its last tool results failed)."""
+    kinds of its last events and whether its last tool results failed); ``sig`` are its
+    signals (extracted from ``facts["signal_rows"]`` when not given)."""
+    if sig is None:
+        sig = extract(facts["signal_rows"])
+    table = table or prices()
     tail = facts["tail"]
     s = facts["session"]
     kinds: dict[str, int] = facts["kinds"]
@@ -170,7 +173,7 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
     started = s["started_at"] if s["started_at"] is not None else span_lo
     ended = s["ended_at"] if s["ended_at"] is not None else span_hi
     wall = round(((ended or 0) - (started or 0)) / 1000, 3) if started and ended else 0.0
-    retries = count_retries(facts["tool_sequence"])
+    retries = sig.count("retry")
     turns = kinds.get("user_msg", 0)
     messages = kinds.get("user_msg", 0) + kinds.get("assistant_msg", 0)
     label, confidence, rule = outcome(tail["kinds"], tail["errors"], messages)
@@ -180,8 +183,8 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
     usage = facts["usage"]
     sub_usage = facts["subagent_usage"]
     problems = facts["problems"]
-    own_usd = usd(facts["usage_by_model"])
-    sub_usd = usd(facts.get("subagent_usage_by_model", {}))
+    own_usd = usd(facts["usage_by_model"], table)
+    sub_usd = usd(facts.get("subagent_usage_by_model", {}), table)
     return {
         "session_uid": s["uid"],
         "flavor": s["agent"],
@@ -207,7 +210,7 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
         "markers": {
             "errors": kinds.get("error", 0),
             "human_interventions": kinds.get("human_intervention", 0),
-            "test_runs": kinds.get("test_run", 0),
+            "test_runs": len(sig.test_runs),
             "edits": kinds.get("edit", 0),
             "retries": retries,
             "malformed_lines": problems["malformed_lines"],
@@ -218,7 +221,8 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
         },
         "first_prompt": _snip(first[1] or first[0]) if first else "",
         "last_assistant": _snip(last[1] or last[0]) if last else "",
-        "error_snippets": _errors(facts["errors"]),
+        "error_snippets": _errors(sig.markers),
+        **summarize(sig),
         "parent_uid": s["parent_uid"],
         "agent_type": s["agent_type"],
         "subagents": facts["subagents"],
@@ -229,7 +233,7 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
             **_cost(_add(usage, sub_usage), wall, turns, retries),
             "usd": round(own_usd + sub_usd, 6),
         },
-        "price_table_date": prices()[0],
+        "price_table_date": table[0],
         "source": {
             "path": s["source_path"],
             "bytes": problems["source_bytes"],
@@ -240,13 +244,22 @@ def build(facts: dict[str, Any], now: int, idle_ms: int = IDLE_CLOSE_MS) -> dict
 
 
 async def analyze(
-    store: Store, session_ids: Iterable[int], now: int, idle_ms: int = IDLE_CLOSE_MS
+    store: Store,
+    session_ids: Iterable[int],
+    now: int,
+    idle_ms: int = IDLE_CLOSE_MS,
+    table: PriceTable | None = None,
 ) -> int:
-    """Rebuild and save the digests of ``session_ids``; returns how many were written."""
+    """Rebuild and save the digests and signals of ``session_ids``; returns how many."""
     ids = list(session_ids)
+    table = table or prices()
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
         facts = await store.digest_facts(part)
-        built = [(sid, build(f, now, idle_ms)) for sid, f in facts.items()]
-        await store.save_digests([(sid, d, d["provisional"]) for sid, d in built], SCHEMA_VERSION)
+        saved = []
+        for sid, f in facts.items():
+            sig = extract(f["signal_rows"])
+            d = build(f, now, idle_ms, table, sig)
+            saved.append((sid, d, d["provisional"], sig))
+        await store.save_digests(saved, SCHEMA_VERSION)
     return len(ids)

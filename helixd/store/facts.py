@@ -22,6 +22,15 @@ _USAGE_COLS: Final = (
     " coalesce(sum(reasoning), 0)"
 )
 _ZERO: Final = (0, 0, 0, 0, 0, 0, 0)
+# helixd.signals.SIGNAL_COLUMNS, in order (the body only where a signal needs it: an edit's
+# path, an error's message, a test run's command).
+_SIGNAL_ROWS: Final = (
+    "SELECT session_id, seq, ts, kind, tool, call_id, summary,"
+    " CASE WHEN kind IN ('edit', 'error', 'test_run') THEN body END, is_error, status,"
+    " test_framework, tests_passed, tests_failed, tests_skipped, lines_added, lines_removed"
+    f" FROM events WHERE {_WANT} AND kind IN ('tool_call', 'tool_result', 'edit', 'test_run',"
+    " 'error', 'human_intervention') ORDER BY session_id, seq"
+)
 
 
 def usage_dict(row: Sequence[Any]) -> dict[str, int]:
@@ -52,8 +61,7 @@ def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[
             "first": None,
             "last": None,
             "span": (None, None),
-            "errors": [],
-            "tool_sequence": [],
+            "signal_rows": [],
             "usage": usage_dict(_ZERO),
             "usage_by_model": {},
             "subagents": [],
@@ -82,16 +90,8 @@ def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[
         f"SELECT session_id, min(ts), max(ts) FROM events WHERE {_WANT} GROUP BY 1"
     ):
         facts[sid]["span"] = (lo, hi)
-    for sid, tool, body, summary in q(
-        f"SELECT session_id, tool, body, summary FROM events"
-        f" WHERE {_WANT} AND kind = 'error' ORDER BY 1, seq"
-    ):
-        facts[sid]["errors"].append((tool, body, summary))
-    for sid, *rest in q(
-        f"SELECT session_id, kind, tool, summary, is_error FROM events WHERE"
-        f" {_WANT} AND kind IN ('tool_call', 'tool_result') ORDER BY 1, seq"
-    ):
-        facts[sid]["tool_sequence"].append(tuple(rest))
+    for sid, *rest in q(_SIGNAL_ROWS):
+        facts[sid]["signal_rows"].append(rest)
     _tails(con, facts)
     _usage(con, facts)
     for sid, *counts in q(
@@ -119,22 +119,53 @@ def _no_problems() -> dict[str, int]:
 
 
 def _tails(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
-    """The kinds of each session's last conversational events, oldest first, and the error
-    flags of the tool results among them (for the outcome rule)."""
+    """The kinds of each session's last ``TAIL`` conversational events, oldest first, and
+    the error flags of the tool results among them (for ``helixd.digest.outcome``).
+
+    Three kinds are refined: ``error`` is kept only for the session's own errors (no tool:
+    API errors, timeouts, an expired login; not Claude Code's "No response requested."
+    placeholder written after an interrupt or /exit), ``gave_up`` is an assistant reply whose
+    opening sentence admits failure ("the connection failed", "I couldn't ...", "unable
+    to ...") without also reporting success, ``edit_result`` a tool result whose call changed
+    a file (same ``call_id`` as one of the session's last ``edit``s)."""
+    import re
+
+    gave_up = re.compile(
+        r"\b(?:fail(?:ed|s|ing|ure)?|unable|could(?: ?not|n['’]t)|can(?: ?not|['’]t)"
+        r"|not able|(?:did|does)(?: not|n['’]t) work|unfortunately|sorry)\b",
+        re.IGNORECASE,
+    )
+    succeeded = re.compile(
+        r"\b(?:succe\w*|pass(?:es|ed|ing)?|fixed|done|complete[sd]?|works)\b", re.IGNORECASE
+    )
     rows = con.execute(
-        "SELECT session_id, kind, is_error FROM ("
-        " SELECT session_id, kind, is_error, seq,"
-        "  row_number() OVER (PARTITION BY session_id ORDER BY seq DESC) AS n"
-        f" FROM events WHERE {_WANT} AND kind IN"
-        " ('user_msg', 'assistant_msg', 'human_intervention', 'tool_call', 'tool_result'))"
+        "SELECT session_id, kind, is_error, call_id, text FROM ("
+        " SELECT session_id, kind, is_error, call_id, seq,"
+        "  CASE WHEN kind IN ('assistant_msg', 'error')"
+        "   THEN substr(coalesce(nullif(body, ''), summary), 1, 400) END AS text,"
+        "  row_number() OVER (PARTITION BY session_id, kind = 'edit' ORDER BY seq DESC) AS n"
+        f" FROM events WHERE {_WANT} AND (kind IN ('user_msg', 'assistant_msg',"
+        " 'human_intervention', 'tool_call', 'tool_result', 'edit')"
+        " OR (kind = 'error' AND tool IS NULL)))"
         " WHERE n <= ? ORDER BY session_id, seq",
         (TAIL,),
     )
-    for sid, kind, is_error in rows:
+    edits: set[tuple[int, str]] = set()
+    for sid, kind, is_error, call_id, text in rows:
         tail = facts[sid]["tail"]
-        tail["kinds"].append(kind)
+        if kind == "edit":
+            edits.add((sid, call_id))
+            continue
+        if kind == "error" and (text or "").strip() == "No response requested.":
+            continue
+        if kind == "assistant_msg" and text:
+            opening = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0][:200]
+            if gave_up.search(opening) and not succeeded.search(opening):
+                kind = "gave_up"
         if kind == "tool_result":
+            kind = "edit_result" if (sid, call_id) in edits else kind
             tail["errors"].append(bool(is_error))
+        tail["kinds"].append(kind)
 
 
 def _usage(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
