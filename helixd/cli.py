@@ -102,7 +102,7 @@ def ingest(
 
 
 async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str, Any]:
-    from helixd import digest
+    from helixd import config, digest
     from helixd.store import now_ms
 
     store = await _open_store(settings.store.db, readonly=False)
@@ -116,7 +116,7 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str,
         with _progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
-        digests = await digest.analyze(store, changed, now_ms())
+        digests = await digest.analyze(store, changed, now_ms(), table=config.price_table(settings))
         await store.checkpoint()
         summary = stats.as_dict()
         summary["digests_built"] = digests
@@ -447,6 +447,12 @@ main.add_command(doctor)
 from helixd.cli_retention import COMMANDS as _RETENTION  # noqa: E402  (evict, env)
 
 for _command in _RETENTION:
+    main.add_command(_command)
+
+
+from helixd.cli_analyze import COMMANDS as _ANALYZE  # noqa: E402  (analyze, renormalize)
+
+for _command in _ANALYZE:
     main.add_command(_command)
 
 

@@ -69,10 +69,24 @@ def _echo_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def _prices() -> Any:
-    from helixd.usage_report import load_prices
+def _prices(ctx: click.Context) -> Any:
+    """The price table: the bundled one, unless a config (file or ``HELIX_PRICES__*``)
+    could override it — only then are the (slow) settings loaded."""
+    from helixd.paths import config_may_set_prices
 
-    return load_prices((Path(__file__).parent / "prices.json").read_bytes())
+    ctx.ensure_object(dict)
+    if not config_may_set_prices(ctx.obj.get("config")):
+        from helixd.pricing import bundled
+
+        return bundled()
+    from helixd import config
+    from helixd.cli import _settings
+
+    try:
+        return config.price_table(_settings(ctx))
+    except config.ConfigError as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        ctx.exit(2)
 
 
 def _tz(value: str | None) -> Any:
@@ -228,7 +242,7 @@ def report(
             hi = day_start_ms(parse_day(until) + timedelta(days=1), tz) // BUCKET_MS
     except ValueError as exc:
         raise click.BadParameter(f"not a day: {exc} (use YYYYMMDD)") from exc
-    _, prices = _prices()
+    _, prices = _prices(ctx)
     con = _connect(ctx)
     try:
         if period == "session":
@@ -347,7 +361,7 @@ def tokens(
     hi = _instant(until, "--until")
     assert lo is not None
     transitions = _read_phases(phases) if phases else []
-    _, prices = _prices()
+    _, prices = _prices(ctx)
     con = _connect(ctx)
     try:
         records, sessions = queries.usage_records(con, lo, hi, repo, agents)
@@ -397,7 +411,7 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
     from helixd.usage_report import COUNTERS, cost, test_framework
 
     lo = _instant(since, "--since")
-    _, prices = _prices()
+    _, prices = _prices(ctx)
     con = _connect(ctx)
     try:
         raw = queries.stats(con, lo, top)

@@ -67,17 +67,20 @@ def evict(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
 
 
 async def _evict(settings: Any, dry_run: bool) -> dict[str, Any]:
-    from helixd import digest, logs
+    from helixd import config, digest, logs
     from helixd.eviction import evict_pass
     from helixd.store import now_ms
 
     logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
     store = await _open_store(settings.store.db, readonly=False)
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
+    table = config.price_table(settings)
 
     async def analyze_now() -> int:
         now = now_ms()
-        return await digest.analyze(store, await store.sessions_to_analyze(now, idle_ms), now)
+        return await digest.analyze(
+            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+        )
 
     try:
         return await evict_pass(

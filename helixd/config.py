@@ -23,6 +23,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from helixd.paths import config_path_in_use
+
 APP = "helix"
 _UNITS = {
     "": 1,
@@ -89,6 +91,7 @@ class DaemonSettings(_Section):
     fallback_scan_seconds: float = 15  # scan interval while some root cannot be watched
     analyze_seconds: float = 60  # digest rebuild of changed sessions
     evict_seconds: float = 3600  # retention pass
+    renormalize_seconds: float = 600  # rebuild rows an older adapter version produced
     idle_close_minutes: float = 30  # a session idle this long is closed
     max_read_bytes: ByteSize = 64 * 1024 * 1024  # read from one file before others get a turn
     shutdown_seconds: float = 10  # drain time on SIGTERM
@@ -105,6 +108,28 @@ class RetentionSettings(_Section):
     stage_payloads_first: bool = True
 
 
+class ModelPrice(_Section):
+    """USD per million tokens; a field left out keeps the bundled table's value for that
+    model (0 for a model the table does not know)."""
+
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+    cache_write_5m: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+
+
+class PriceSettings(_Section):
+    """Cost in USD: the bundled offline table, replaced by ``table`` (a JSON file in the
+    bundled format) when set, then individual models overridden by ``models``."""
+
+    table: Path | None = None
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def overrides(self) -> dict[str, dict[str, float]]:
+        return {m: p.model_dump(exclude_none=True) for m, p in self.models.items()}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HELIX_", env_nested_delimiter="__", extra="forbid"
@@ -115,6 +140,7 @@ class Settings(BaseSettings):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
+    prices: PriceSettings = Field(default_factory=PriceSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -147,18 +173,6 @@ class _StoreDbEnv(PydanticBaseSettingsSource):
         return {"store": {"db": value}} if value else {}
 
 
-def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
-
-
-def config_path_in_use(config: Path | None = None) -> Path:
-    """``--config``, else ``$HELIX_CONFIG``, else the platform's user config file."""
-    if config is not None:
-        return config
-    env = os.environ.get("HELIX_CONFIG")
-    return Path(env) if env else default_config_path()
-
-
 class ConfigError(ValueError):
     """The configuration file or environment is invalid; the message says where."""
 
@@ -176,6 +190,16 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
         return settings
     except ValueError as exc:
         raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
+
+
+def price_table(settings: Settings) -> tuple[str, dict[str, dict[str, float]]]:
+    """The price table cost is computed with (``[prices]``), or ConfigError."""
+    from helixd import pricing
+
+    try:
+        return pricing.effective(settings.prices.table, settings.prices.overrides())
+    except pricing.PriceTableError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def agent_roots(

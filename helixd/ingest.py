@@ -382,7 +382,7 @@ class Ingestor:
             generation=(cursor.generation + replaced) if cursor else 0,
             head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
             head_len=len(head),
-            ctx=FileContext(src.path, src.rel, read_sidecar(src.adapter.sidecar(src.path))),
+            ctx=FileContext(src.path, src.rel, _masked_sidecar(src.adapter.sidecar(src.path))),
             state={} if replaced or cursor is None else dict(cursor.state),
             offset=offset,
         )
@@ -440,6 +440,7 @@ class Ingestor:
             parsed=parsed,
             redactions=secrets,
             replace_events=src.adapter.whole_file(src.rel),
+            sidecar=run.ctx.sidecar,
         )
         await self._put(writer, stats, run, batch, secrets)
 
@@ -495,3 +496,9 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
 
 def _masked(piece: bytes) -> bytes:
     return redact(piece)[0]
+
+
+def _masked_sidecar(path: str | None) -> bytes | None:
+    """The companion file's bytes with secrets masked (they are stored with the cursor)."""
+    data = read_sidecar(path)
+    return _masked(data) if data else data

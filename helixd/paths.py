@@ -47,3 +47,25 @@ def check_socket_path(path: Path) -> None:
             f"socket path too long for a Unix socket ({len(str(path))} bytes): "
             f"{path}; set HELIX_SOCKET to a shorter path"
         )
+
+
+def default_config_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("helix")) / "config.toml"
+
+
+def config_path_in_use(config: Path | None = None) -> Path:
+    """``--config``, else ``$HELIX_CONFIG``, else the platform's user config file."""
+    if config is not None:
+        return config
+    env = os.environ.get("HELIX_CONFIG")
+    return Path(env) if env else default_config_path()
+
+
+def config_may_set_prices(config: Path | None = None) -> bool:
+    """Whether the config could change prices (a config file exists, or a
+    ``HELIX_PRICES__*`` variable is set): report fast paths load the settings only then."""
+    if any(k.startswith("HELIX_PRICES__") for k in os.environ):
+        return True
+    return config_path_in_use(config).is_file()

@@ -92,6 +92,10 @@ class Event:
     search_text: str = ""
     lines_added: int = 0  # edits: lines the edit adds / removes (where the tool says)
     lines_removed: int = 0
+    # tool results: success / error / rejected (by the user) / interrupted
+    status: str | None = None
+    # a test command's output: (framework, passed, failed, skipped) read from its summary
+    tests: tuple[str, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).parent.parent / "helixd"
-CORE = ["records", "timeparse", "redact", "adapters", "retention"]
+CORE = [
+    "records",
+    "timeparse",
+    "redact",
+    "adapters",
+    "retention",
+    "testruns",
+    "languages",
+    "signals",
+]
 # Pure libraries the core may use: JSON decoding and the (GIL-free) substring search.
 CORE_ALLOWED = {"orjson", "ahocorasick_rs", *(f"helixd.{m}" for m in CORE)}
 

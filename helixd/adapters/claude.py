@@ -34,6 +34,7 @@ from helixd.adapters.toolkinds import (
     edit_line_counts,
     edited_path,
     is_test_command,
+    result_signals,
     shell_command,
     shorten,
 )
@@ -41,7 +42,7 @@ from helixd.records import BadLine, Event, Parsed, SessionInfo, UsageFact
 from helixd.timeparse import parse_ts
 
 NAME: Final = "claude"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 SYNTHETIC_MODEL: Final = "<synthetic>"
 MAX_PENDING_TOOLS: Final = 256
 BODY_LIMIT: Final = 64 * 1024
@@ -421,6 +422,11 @@ class _FileParse:
         content = block.get("content")
         text = result_text(content)
         is_error = bool(block.get("is_error"))
+        rejected = text.lstrip().startswith(REJECTION_MARKERS)
+        typed = self.obj.get("toolUseResult")
+        interrupted = text.startswith(INTERRUPT_MARKERS) or (
+            isinstance(typed, dict) and typed.get("interrupted") is True
+        )
         self.emit(
             bkey,
             "tool_result",
@@ -431,8 +437,11 @@ class _FileParse:
             summary=shorten(text),
             is_error=is_error,
             payload_size=self.share if content else 0,
+            **result_signals(
+                tool, text, failed=is_error, rejected=rejected, interrupted=interrupted
+            ),
         )
-        if text.lstrip().startswith(REJECTION_MARKERS) or text.startswith(INTERRUPT_MARKERS):
+        if rejected or text.startswith(INTERRUPT_MARKERS):
             self.emit(
                 f"{bkey}:human",
                 "human_intervention",

@@ -49,7 +49,7 @@ from helixd.records import BadLine, Event, Parsed, Role, SessionInfo
 from helixd.timeparse import parse_ts
 
 NAME: Final = "codex"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 REPLAY_GAP_MS: Final = 1_000
 IGNORED_TYPES: Final = frozenset({"", "world_state", "inter_agent_communication_metadata"})
 BARE_ITEMS: Final = frozenset(
@@ -155,6 +155,8 @@ class _FileParse(ItemMapper):
         is_error: bool = False,
         lines_added: int = 0,
         lines_removed: int = 0,
+        status: str | None = None,
+        tests: tuple[str, int, int, int] | None = None,
     ) -> str:
         if not self.base_key:
             digest = f"{zlib.crc32(self.raw):08x}{len(self.raw):x}"
@@ -178,6 +180,8 @@ class _FileParse(ItemMapper):
                 is_error=is_error,
                 lines_added=lines_added,
                 lines_removed=lines_removed,
+                status=status,
+                tests=tests,
                 # Reasoning text is indexed for search only (the row keeps its size).
                 search_text=payload[:65536].decode("utf-8", "replace")
                 if kind == "thinking" and payload

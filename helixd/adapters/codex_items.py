@@ -21,6 +21,7 @@ from helixd.adapters.toolkinds import (
     describe_call,
     is_test_command,
     patch_line_counts,
+    result_signals,
     shell_command,
     shorten,
 )
@@ -186,6 +187,8 @@ class ItemMapper(UsageMapper):
         is_error: bool = False,
         lines_added: int = 0,
         lines_removed: int = 0,
+        status: str | None = None,
+        tests: tuple[str, int, int, int] | None = None,
     ) -> str: ...
 
     def unknown(self, name: str) -> None:
@@ -321,6 +324,7 @@ class ItemMapper(UsageMapper):
             summary=short(text),
             is_error=failed,
             payload=dump(out) if out is not None else None,
+            **result_signals(tool, text, failed=failed),
         )
         if failed:
             self.emit(

@@ -43,6 +43,7 @@ from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
     is_test_command,
+    result_signals,
     shell_command,
     shorten,
 )
@@ -50,7 +51,7 @@ from helixd.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.timeparse import parse_ts
 
 NAME: Final = "gemini"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 BODY_LIMIT: Final = 64 * 1024
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "model", "info", "warning", "error"})
 TERMINAL_STATUSES: Final = frozenset({"success", "error", "cancelled"})
@@ -370,6 +371,13 @@ class _Recording:
             call_id=src.call_id,
             is_error=cancelled or failed,
             payload=dump(result) if result else None,
+            **result_signals(
+                name if command is None else None,
+                text,
+                failed=failed,
+                rejected=cancelled and result is None,
+                interrupted=cancelled and result is not None,
+            ),
         )
         if cancelled:
             self.derived(done, "human", "human_intervention", "user", text or "cancelled")

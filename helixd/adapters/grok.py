@@ -49,6 +49,7 @@ from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
     is_test_command,
+    result_signals,
     shell_command,
     shorten,
 )
@@ -56,7 +57,7 @@ from helixd.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.timeparse import parse_ts
 
 NAME: Final = "grok"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
 _FILES = ("updates.jsonl", "events.jsonl", "summary.json", "chat_history.jsonl")
@@ -215,7 +216,14 @@ class _Run:
     def derived(self, src: Event, suffix: str, kind: str, role: Role, text: str, **kw: Any) -> None:
         """An event derived from ``src``: it hangs off it and does not move the chain."""
         key, summary, body = f"{src.key}:{suffix}", shorten(text), text[:BODY_LIMIT]
-        fields: dict[str, Any] = {"payload": None, "is_error": False, "tokens": 0, **kw}
+        fields: dict[str, Any] = {
+            "payload": None,
+            "is_error": False,
+            "tokens": 0,
+            "status": None,
+            "tests": None,
+            **kw,
+        }
         ev = replace(src, key=key, kind=kind, parent_key=src.key, role=role, **fields)
         self.out.events.append(replace(ev, summary=summary, body=body))
 
@@ -264,6 +272,7 @@ class _Run:
             call_id=cid,
             is_error=failed,
             payload=dump(raw) if raw else None,
+            **result_signals(name, text, failed=failed, rejected="rejected" in text.lower()),
         )
         if failed and "rejected" in text.lower():
             self.derived(done, "human", "human_intervention", "user", text)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from helixd.testruns import parse_counts, test_runner
+
 EDIT_TOOLS: Final = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "replace", "edit"}
 )
@@ -45,8 +47,10 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 def is_test_command(command: str) -> bool:
-    """True when a shell command runs a test suite (pytest, jest, go test, …)."""
-    return bool(_TEST_COMMAND.search(command))
+    """True when a shell command runs a test suite (pytest, jest, go test, …): a cheap
+    pattern first, then ``testruns.test_runner`` reads the command's words (so that
+    ``grep -r jest .`` or ``pip install pytest`` are not test runs)."""
+    return bool(_TEST_COMMAND.search(command)) and test_runner(command) is not None
 
 
 def shell_command(tool: str, args: Any) -> str | None:
@@ -55,6 +59,9 @@ def shell_command(tool: str, args: Any) -> str | None:
         return None
     cmd = args.get("command", args.get("cmd"))
     if isinstance(cmd, list):
+        # ["bash", "-lc", "cargo test"]: the script is the command (its words stay together)
+        if len(cmd) == 3 and str(cmd[1]) in ("-c", "-lc", "-ic") and isinstance(cmd[2], str):
+            return cmd[2]
         cmd = " ".join(str(c) for c in cmd)
     return cmd if isinstance(cmd, str) else None
 
@@ -129,3 +136,34 @@ def patch_line_counts(patch: str) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
+
+
+TEST_OUTPUT_HEAD: Final = 1 << 20  # test summaries are read from at most this much output
+# Tools whose result is another agent's report or a background command's output: a test
+# summary quoted there ("1 failed, 22 passed in 0.72s") is a delegated test run.
+DELEGATING_TOOLS: Final = frozenset({"Task", "Agent", "TaskOutput", "BashOutput"})
+
+
+def result_signals(
+    tool: str | None, text: str, *, failed: bool, rejected: bool = False, interrupted: bool = False
+) -> dict[str, Any]:
+    """The ``status`` of a tool result (rejected by the user before it ran, interrupted
+    while it ran, error, success) and, for a shell call (or a call of unknown tool), the
+    test counts its output reports: ``{"status": …, "tests": (framework, passed, failed,
+    skipped) | None}``, ready to pass to an ``Event``.  Subagent reports and background
+    command output (``DELEGATING_TOOLS``) are read for test summaries too."""
+    status = (
+        "rejected"
+        if rejected
+        else "interrupted"
+        if interrupted
+        else "error"
+        if failed
+        else "success"
+    )
+    tests = None
+    if text and not rejected and (tool is None or tool in SHELL_TOOLS or tool in DELEGATING_TOOLS):
+        found = parse_counts(text[-TEST_OUTPUT_HEAD:])
+        if found is not None:
+            tests = (found.runner, found.passed, found.failed, found.skipped)
+    return {"status": status, "tests": tests}

@@ -19,7 +19,8 @@ from typing import Any, Self, TypeVar
 
 import aiosqlite
 
-from helixd.store import evict, facts, reader, writer
+from helixd.signals import Signals
+from helixd.store import evict, facts, reader, renorm, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
@@ -152,9 +153,12 @@ class Store:
         return await self.run(self._writer.mark_gone, path, now_ms())
 
     async def save_digests(
-        self, digests: list[tuple[int, dict[str, Any], bool]], schema_version: int
+        self,
+        digests: Sequence[tuple[int, dict[str, Any], bool, Signals | None]],
+        schema_version: int,
     ) -> None:
-        """Save ``(session_id, digest, provisional)`` triples in one transaction."""
+        """Save ``(session_id, digest, provisional, signals)`` in one transaction (``None``
+        signals: keep the stored ones)."""
         await self.run(self._writer.save_digests, digests, schema_version, now_ms())
 
     async def checkpoint(self) -> None:
@@ -190,6 +194,12 @@ class Store:
     ) -> list[int]:
         return await reader.sessions_to_analyze(self.db, now, idle_ms, max_events)
 
+    async def analyzable_session_ids(self) -> list[int]:
+        return await reader.analyzable_session_ids(self.db)
+
+    async def raw_bytes_of(self, session_ids: list[int]) -> int:
+        return await reader.raw_bytes_of(self.db, session_ids)
+
     async def status_facts(self) -> dict[str, Any]:
         return await reader.status_facts(self.db)
 
@@ -201,6 +211,20 @@ class Store:
 
     async def totals(self) -> dict[str, Any]:
         return await reader.totals(self.db)
+
+    # -- re-normalization (helixd.store.renorm) -------------------------------------------
+    async def renormalize_groups(self, versions: dict[str, int]) -> list[renorm.Group]:
+        """The groups of sessions and files an older adapter version produced."""
+        return await self.run(renorm.groups, self.db._conn, versions)
+
+    async def stored_raw(self, file_id: int) -> renorm.StoredRaw:
+        return await self.run(renorm.stored_raw, self.db._conn, file_id)
+
+    async def replay(
+        self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int]], batches: Any
+    ) -> bool:
+        """Rebuild a group's rows from re-parsed raw lines (``Writer.replay``)."""
+        return await self.run(self._writer.replay, session_ids, expect, batches, now_ms())
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:

@@ -215,6 +215,27 @@ async def sessions_to_analyze(
         return [int(r[0]) for r in await cur.fetchall()]
 
 
+async def analyzable_session_ids(db: aiosqlite.Connection) -> list[int]:
+    """Every session whose events are still stored (a digest can be rebuilt)."""
+    async with db.execute(f"SELECT id FROM sessions WHERE {_NOT_EMPTIED}") as cur:
+        return [int(r[0]) for r in await cur.fetchall()]
+
+
+async def raw_bytes_of(db: aiosqlite.Connection, session_ids: list[int]) -> int:
+    """Source bytes read for these sessions (their files' cursors)."""
+    total = 0
+    for i in range(0, len(session_ids), 500):
+        part = session_ids[i : i + 500]
+        row = await _one(
+            db,
+            "SELECT coalesce(sum(offset), 0) FROM files"
+            f" WHERE session_id IN ({','.join('?' * len(part))})",
+            tuple(part),
+        )
+        total += int(row[0])
+    return total
+
+
 async def status_facts(db: aiosqlite.Connection) -> dict[str, Any]:
     """What ``helixctl status`` shows from the store alone."""
     summary = await totals(db)

@@ -308,4 +308,75 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         ALTER TABLE events ADD COLUMN lines_removed INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    (
+        "m006_signals",
+        """
+        -- A tool result's status (success / error / rejected / interrupted) and the test
+        -- counts the adapter read from a test command's output (the output itself lives
+        -- only in the raw lines, which can be evicted).
+        ALTER TABLE events ADD COLUMN status TEXT;
+        ALTER TABLE events ADD COLUMN test_framework TEXT;
+        ALTER TABLE events ADD COLUMN tests_passed INTEGER;
+        ALTER TABLE events ADD COLUMN tests_failed INTEGER;
+        ALTER TABLE events ADD COLUMN tests_skipped INTEGER;
+        -- The (redacted) companion file the adapter read beside a source file, so that
+        -- re-normalization sees what ingest saw even after the source is gone.
+        ALTER TABLE files ADD COLUMN sidecar BLOB;
+
+        -- Tier 2 signals, rebuilt by the analyze pass with the digest and kept after
+        -- eviction.  ``*_seq`` point at the events (``events.seq`` of the session) they
+        -- came from.
+        CREATE TABLE tool_calls (
+            session_id INTEGER NOT NULL,
+            call_seq INTEGER NOT NULL,
+            result_seq INTEGER,
+            ts INTEGER,
+            tool TEXT NOT NULL,
+            target TEXT NOT NULL,
+            status TEXT NOT NULL,
+            duration_ms INTEGER,
+            PRIMARY KEY (session_id, call_seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE test_runs (
+            session_id INTEGER NOT NULL,
+            call_seq INTEGER NOT NULL,
+            result_seq INTEGER,
+            ts INTEGER,
+            command TEXT NOT NULL,
+            framework TEXT,
+            passed INTEGER,
+            failed INTEGER,
+            skipped INTEGER,
+            status TEXT NOT NULL,
+            duration_ms INTEGER,
+            PRIMARY KEY (session_id, call_seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE file_operations (
+            session_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            ts INTEGER,
+            operation TEXT NOT NULL,
+            file_path TEXT NOT NULL,
+            language TEXT,
+            lines_added INTEGER NOT NULL,
+            lines_removed INTEGER NOT NULL,
+            status TEXT,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX file_operations_path ON file_operations (file_path);
+        -- Errors (by fingerprint), retries (ref_seq = the failed call repeated) and human
+        -- interventions.
+        CREATE TABLE session_signals (
+            session_id INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            ref_seq INTEGER,
+            tool TEXT,
+            fingerprint TEXT,
+            PRIMARY KEY (session_id, kind, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX session_signals_fingerprint ON session_signals (fingerprint)
+            WHERE fingerprint IS NOT NULL;
+        """,
+    ),
 )

@@ -21,12 +21,15 @@ import orjson
 import zstandard
 
 from helixd.records import Cursor, Event, Parsed, SessionInfo
+from helixd.signals import Signals
 from helixd.store.keys import IN_CHUNK, key64
 from helixd.store.search_write import SearchIndexWriter, search_doc
+from helixd.store.signals_write import replace_signals
 from helixd.store.usage_write import UsageWriter
 
 RAW_LEVEL: Final = 3
 MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
+_NO_TESTS: Final = (None, None, None, None)
 
 
 @dataclass(slots=True)
@@ -43,6 +46,8 @@ class Batch:
     replace_events: bool = False
     raw_z: bytes | None = None
     rows: list[Prepared] | None = None
+    replay: bool = False  # re-normalization: records from stored raw lines, raw untouched
+    sidecar: bytes | None = None  # the companion file's bytes the adapter was given
 
     def prepare(self) -> None:
         """Off the store's thread (which is the ingest's critical path): compress the raw
@@ -76,6 +81,8 @@ def prepare_event(ev: Event) -> Prepared:
         ev.offset,
         ev.lines_added,
         ev.lines_removed,
+        ev.status,
+        *(ev.tests or _NO_TESTS),
     )
     return (
         ev.session_uid,
@@ -137,12 +144,17 @@ RETURNING id, next_seq
 
 _EVENT_CONTENT: Final = (
     "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
-    " payload_bytes, offset, lines_added, lines_removed"
+    " payload_bytes, offset, lines_added, lines_removed, status, test_framework, tests_passed,"
+    " tests_failed, tests_skipped"
 )
 _INSERT_EVENT: Final = (
-    "INSERT OR IGNORE INTO events (session_id, seq, parent_seq, ekey, akey, file_id,"
-    f" {_EVENT_CONTENT}) VALUES ({', '.join('?' * (6 + len(_EVENT_CONTENT.split(','))))})"
+    "INSERT OR IGNORE INTO events (id, session_id, seq, parent_seq, ekey, akey, file_id,"
+    f" {_EVENT_CONTENT}) VALUES ({', '.join('?' * (7 + len(_EVENT_CONTENT.split(','))))})"
 )
+# Event ids only ever grow (the full-text index and ``search_docs`` name events by id, and
+# keep entries of events that eviction or re-normalization deleted): the highest id ever
+# given is kept here.
+_ID_FLOOR_KEY: Final = "event_id_floor"
 _UPDATE_EVENT: Final = (
     "UPDATE events SET "
     + ", ".join(f"{c.strip()} = ?" for c in _EVENT_CONTENT.split(","))
@@ -168,6 +180,26 @@ class Writer:
         self.con = con
         self.usage = UsageWriter(con)
         self.search = SearchIndexWriter(con)
+        self.next_id = 0
+        self.first_id = 0
+
+    def _begin(self) -> None:
+        self.con.execute("BEGIN IMMEDIATE")
+        row = self.con.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
+            " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0))",
+            (_ID_FLOOR_KEY,),
+        ).fetchone()
+        self.next_id = int(row[0]) + 1
+        self.first_id = self.next_id
+
+    def _commit(self) -> None:
+        if self.next_id != self.first_id:
+            self.con.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (_ID_FLOOR_KEY, str(self.next_id - 1)),
+            )
+        self.con.execute("COMMIT")
 
     def commit(self, batch: Batch, now: int) -> int:
         return self.commit_many([batch], now)[0]
@@ -177,10 +209,10 @@ class Writer:
         one commit, and a crash still leaves each batch's records and cursor together."""
         for batch in batches:
             batch.prepare()
-        self.con.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             ids = [self._write(batch, now) for batch in batches]
-            self.con.execute("COMMIT")
+            self._commit()
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
@@ -188,7 +220,7 @@ class Writer:
 
     def _write(self, batch: Batch, now: int) -> int:
         c, p = batch.cursor, batch.parsed
-        file_id = self._upsert_file(c, now)
+        file_id = self._upsert_file(c, now, batch.replay)
         own_uid = (
             p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
         )
@@ -198,7 +230,7 @@ class Writer:
         self._insert_events(batch.rows, ids, file_id, now, batch.replace_events)
         if p.usage:
             self.usage.write(p, ids)
-        if batch.replace_events and batch.start == 0 and c.generation > 0:
+        if batch.replace_events and batch.start == 0 and c.generation > 0 and not batch.replay:
             # A file rewritten whole: the new copy supersedes the older generations.
             self.con.execute(
                 "DELETE FROM raw_blocks WHERE file_id = ? AND generation < ?",
@@ -220,7 +252,8 @@ class Writer:
         self.con.execute(
             "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
             " unknown_records = unknown_records + ?, redactions = redactions + ?,"
-            " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id) WHERE id = ?",
+            " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id),"
+            " sidecar = coalesce(?, sidecar) WHERE id = ?",
             (
                 p.lines,
                 len(p.bad),
@@ -228,12 +261,13 @@ class Writer:
                 batch.redactions,
                 len(batch.raw_z or b""),
                 ids.get(own_uid) if own_uid else None,
+                batch.sidecar,
                 file_id,
             ),
         )
         return file_id
 
-    def _upsert_file(self, c: Cursor, now: int) -> int:
+    def _upsert_file(self, c: Cursor, now: int, replay: bool = False) -> int:
         params = (
             c.agent,
             c.path,
@@ -254,7 +288,7 @@ class Writer:
             self.con.execute(
                 "UPDATE files SET agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?,"
                 " offset=?, head_hash=?, head_len=?, generation=?, adapter_version=?, state=?,"
-                " updated_at=?, gone_at=NULL WHERE id=?",
+                " updated_at=?" + ("" if replay else ", gone_at=NULL") + " WHERE id=?",
                 (*params, c.file_id),
             )
             return c.file_id
@@ -371,7 +405,8 @@ class Writer:
             next_seq += 1
             found_anchors.setdefault(anchor, seq)
             parent_seq = found_anchors.get(parent) if parent is not None else None
-            rows.append((session_id, seq, parent_seq, key, anchor, file_id, *content))
+            rows.append((self.next_id, session_id, seq, parent_seq, key, anchor, file_id, *content))
+            self.next_id += 1
             messages += kind in MESSAGE_KINDS
         if rows:
             self.con.executemany(_INSERT_EVENT, rows)
@@ -384,6 +419,69 @@ class Writer:
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
             (next_seq, len(rows), messages, now, session_id),
+        )
+
+    def replay(
+        self,
+        session_ids: Sequence[int],
+        expect: Sequence[tuple[int, int, int]],
+        batches: Sequence[Batch],
+        now: int,
+    ) -> bool:
+        """Re-normalization of one group of sessions and the files holding their events, in
+        one transaction: their events, usage facts, index entries and bad-line records are
+        rebuilt from ``batches`` (parsed from the stored raw lines; the raw lines stay).
+        ``expect`` holds each file's ``(id, generation, offset)`` when its raw lines were
+        read: if an ingest moved one since, nothing is written and False is returned."""
+        for batch in batches:
+            batch.prepare()
+        self._begin()
+        try:
+            for file_id, generation, offset in expect:
+                row = self.con.execute(
+                    "SELECT generation, offset FROM files WHERE id = ?", (file_id,)
+                ).fetchone()
+                if row is None or (int(row[0]), int(row[1])) != (generation, offset):
+                    self.con.execute("ROLLBACK")
+                    return False
+            self._clear(session_ids, [f for f, _, _ in expect])
+            for batch in batches:
+                self._write(batch, now)
+            self._commit()
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return True
+
+    def _clear(self, session_ids: Sequence[int], file_ids: Sequence[int]) -> None:
+        sids = [(i,) for i in session_ids]
+        # The index forgets each event by the text it indexed, rebuilt from the row; a
+        # thinking block's text was index-only, so its entry is left unreachable instead
+        # (its ``search_docs`` row goes, and event ids are never reused).
+        for (sid,) in sids:
+            rows = self.con.execute(
+                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
+                " JOIN search_docs d ON d.id = e.id WHERE e.session_id = ?",
+                (sid,),
+            ).fetchall()
+            self.con.executemany(
+                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
+                [
+                    (i, text)
+                    for i, kind, summary, body in rows
+                    if kind != "thinking" and (text := search_doc(kind, summary, body))
+                ],
+            )
+        self.con.executemany("DELETE FROM search_docs WHERE session_id = ?", sids)
+        self.con.executemany("DELETE FROM events WHERE session_id = ?", sids)
+        self.con.executemany("DELETE FROM usage WHERE session_id = ?", sids)
+        self.con.executemany(
+            "UPDATE sessions SET next_seq = 0, events = 0, messages = 0 WHERE id = ?", sids
+        )
+        fids = [(i,) for i in file_ids]
+        self.con.executemany("DELETE FROM bad_lines WHERE file_id = ?", fids)
+        self.con.executemany(
+            "UPDATE files SET lines = 0, bad_lines = 0, unknown_records = 0 WHERE id = ?", fids
         )
 
     def mark_ended(self, uid: str, now: int) -> bool:
@@ -402,10 +500,16 @@ class Writer:
         )
 
     def save_digests(
-        self, digests: Sequence[tuple[int, dict[str, Any], bool]], schema_version: int, now: int
+        self,
+        digests: Sequence[tuple[int, dict[str, Any], bool, Signals | None]],
+        schema_version: int,
+        now: int,
     ) -> None:
+        """Digests (and, where given, the signals they were built from) in one transaction.
+        A session evicted down to its digest keeps the signals it had."""
         self.con.execute("BEGIN IMMEDIATE")
         try:
+            replace_signals(self.con, [(sid, sig) for sid, _, _, sig in digests if sig])
             self.con.executemany(
                 "INSERT INTO digests (session_id, schema_version, built_at, provisional, json)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
@@ -413,12 +517,12 @@ class Writer:
                 " provisional = excluded.provisional, json = excluded.json",
                 [
                     (sid, schema_version, now, int(prov), orjson.dumps(d))
-                    for sid, d, prov in digests
+                    for sid, d, prov, _ in digests
                 ],
             )
             self.con.executemany(
                 "UPDATE sessions SET analyzed_at = ? WHERE id = ?",
-                [(now, sid) for sid, _, _ in digests],
+                [(now, sid) for sid, _, _, _ in digests],
             )
             self.con.execute("COMMIT")
         except BaseException:

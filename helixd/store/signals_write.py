@@ -1,0 +1,94 @@
+"""Saving a session's signals (``helixd.signals``) beside its digest, replacing the old set.
+
+Runs inside the digest transaction of ``Writer.save_digests``.  Signals are Tier 2: they
+stay when the session's raw lines and events are evicted (their ``seq`` pointers then name
+events that are gone, which the digest's ``markers`` say).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Final
+
+from helixd.signals import Signals
+
+_TABLES: Final = ("tool_calls", "test_runs", "file_operations", "session_signals")
+TARGET_CHARS: Final = 500
+
+
+def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]]) -> None:
+    """Delete and re-insert the signals of each ``(session_id, signals)``."""
+    if not items:
+        return
+    ids = [(sid,) for sid, _ in items]
+    for table in _TABLES:
+        con.executemany(f"DELETE FROM {table} WHERE session_id = ?", ids)
+    con.executemany(
+        "INSERT OR REPLACE INTO tool_calls (session_id, call_seq, result_seq, ts, tool, target,"
+        " status, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                sid,
+                c.call_seq,
+                c.result_seq,
+                c.ts,
+                c.tool,
+                c.target[:TARGET_CHARS],
+                c.status,
+                c.duration_ms,
+            )
+            for sid, sig in items
+            for c in sig.tool_calls
+        ],
+    )
+    con.executemany(
+        "INSERT OR REPLACE INTO test_runs (session_id, call_seq, result_seq, ts, command,"
+        " framework, passed, failed, skipped, status, duration_ms)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                sid,
+                t.call_seq,
+                t.result_seq,
+                t.ts,
+                t.command[:TARGET_CHARS],
+                t.framework,
+                t.passed,
+                t.failed,
+                t.skipped,
+                t.status,
+                t.duration_ms,
+            )
+            for sid, sig in items
+            for t in sig.test_runs
+        ],
+    )
+    con.executemany(
+        "INSERT OR REPLACE INTO file_operations (session_id, seq, ts, operation, file_path,"
+        " language, lines_added, lines_removed, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                sid,
+                f.seq,
+                f.ts,
+                f.operation,
+                f.file_path,
+                f.language,
+                f.lines_added,
+                f.lines_removed,
+                f.status,
+            )
+            for sid, sig in items
+            for f in sig.file_operations
+        ],
+    )
+    con.executemany(
+        "INSERT OR REPLACE INTO session_signals (session_id, kind, seq, ref_seq, tool,"
+        " fingerprint) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (sid, m.kind, m.seq, m.ref_seq, m.tool, m.fingerprint)
+            for sid, sig in items
+            for m in sig.markers
+        ],
+    )
