@@ -34,6 +34,7 @@ from helixd.control import Control
 from helixd.ingest import Ingestor, discover
 from helixd.notify import notify, watchdog_interval
 from helixd.pidlock import AlreadyRunning, PidLock
+from helixd.renormalize import renormalize
 from helixd.scheduler import Scheduler
 from helixd.status import StatusFile
 from helixd.store import Store, now_ms
@@ -49,6 +50,7 @@ INLINE_DIGEST_EVENTS = 20_000  # bigger sessions are re-digested by the schedule
 class Daemon:
     def __init__(self, settings: config.Settings, config_path: Path | None) -> None:
         self.settings = settings
+        self.prices = config.price_table(settings)
         self.config_path = config_path
         self.stop_event = asyncio.Event()
         self.signals = 0
@@ -104,6 +106,7 @@ class Daemon:
                 worker = tg.create_task(self._worker())
                 tg.create_task(self._status_loop())
                 tg.create_task(self._watchdog_loop())
+                tg.create_task(self._renormalize_when_idle())
                 notify(f"READY=1\nSTATUS=watching {len(self.index.roots())} roots")
                 log.info(
                     "started",
@@ -152,6 +155,7 @@ class Daemon:
         """SIGHUP: re-read the configuration; roots and intervals take effect at once."""
         try:
             settings = config.load(self.config_path)
+            prices = config.price_table(settings)
         except config.ConfigError as exc:
             log.error("reload_failed", error=str(exc))
             return
@@ -159,6 +163,7 @@ class Daemon:
             log.warning("reload_store_change_ignored", store=str(settings.store.db))
             settings = settings.model_copy(update={"store": self.settings.store})
         self.settings = settings
+        self.prices = prices
         self.queue.debounce = settings.daemon.debounce_ms / 1000
         self.index = SourceIndex(self._pairs())
         if self.watcher is not None:
@@ -179,6 +184,7 @@ class Daemon:
         self.scheduler.add("reconcile", self._job_reconcile, interval)
         self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
         self.scheduler.add("evict", self._job_evict, d.evict_seconds)
+        self.scheduler.add("renormalize", self._job_renormalize, d.renormalize_seconds)
 
     async def _job_reconcile(self) -> str:
         self.queue.put(RECONCILE)
@@ -191,6 +197,26 @@ class Daemon:
             self.store, self.settings.retention, now_ms(), self._job_analyze
         )
 
+    async def _job_renormalize(self) -> dict[str, Any]:
+        """Low priority: rebuild, group by group, the rows an older adapter version made
+        (from the stored raw lines); stops while files wait to be ingested."""
+        assert self.store is not None
+        stats = await renormalize(
+            self.store,
+            REGISTRY,
+            max_line_bytes=self.settings.ingest.max_line_bytes,
+            should_stop=self.queue.busy,
+        )
+        if stats.groups:
+            await self._job_analyze()
+        return stats.as_dict()
+
+    async def _renormalize_when_idle(self) -> None:
+        """Once after start, as soon as the catch-up ingest is done."""
+        await asyncio.sleep(0.5)
+        await self.queue.wait_idle()
+        await self.scheduler.run_now("renormalize", self._job_renormalize)
+
     async def _job_analyze(self, max_events: int | None = None) -> int:
         """Rebuild the digests that are stale (``max_events``: only of sessions that small;
         the scheduled pass takes the big ones, since a digest costs O(session))."""
@@ -198,7 +224,7 @@ class Daemon:
         idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
         ids = await self.store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(self.store, ids, now, idle_ms)
+        return await digest.analyze(self.store, ids, now, idle_ms, self.prices)
 
     async def _request(self, req: protocol.Request) -> dict[str, Any]:
         """One control-socket request (see ``docs/socket-protocol.md``)."""
@@ -385,7 +411,11 @@ async def run_once(settings: config.Settings) -> int:
         idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
         built = await digest.analyze(
-            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            config.price_table(settings),
         )
         await store.checkpoint()
         log.info("sweep_done", digests=built, **stats.as_dict())
@@ -408,6 +438,7 @@ def main(once: bool, config_path: Path | None) -> None:
     """Watch the agents' log directories and keep the Helix store up to date."""
     try:
         settings = config.load(config_path)
+        config.price_table(settings)
     except config.ConfigError as exc:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)

@@ -70,6 +70,10 @@ class WorkQueue:
         if not self._pending and not self._busy:
             self._idle.set()
 
+    def busy(self) -> bool:
+        """Something is queued or being handled (background work should wait)."""
+        return bool(self._pending or self._busy)
+
     async def wait_idle(self) -> None:
         await self._idle.wait()
 

@@ -1,0 +1,182 @@
+"""Re-normalization: rebuild the rows an older adapter version produced, from the stored raw
+lines (code-o11y "schema versioning").
+
+Each file records the adapter version that parsed it.  When an adapter's ``version`` rises,
+every group of sessions with a file parsed by an older version (``helixd.store.renorm``) is
+re-parsed from its stored raw lines — never from the source files, which may be gone — and
+its events, usage facts, index entries and bad-line records are replaced in one
+transaction; then its digests are rebuilt.  The result equals a fresh ingest of the same
+bytes by the new version.  A group whose raw lines were evicted (or are incomplete) keeps
+its rows and digests and is reported as skipped.
+
+The daemon runs this in the background at low priority: one group per store transaction,
+and it stops as soon as files are waiting to be ingested (``should_stop``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import structlog
+import zstandard
+
+from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.records import BadLine, Cursor, Parsed
+from helixd.store import Batch, Store
+from helixd.store.renorm import Group, StoredRaw
+from helixd.tailer import read_sidecar
+
+log = structlog.get_logger("helixd.renormalize")
+
+
+@dataclass(slots=True)
+class RenormalizeStats:
+    groups: int = 0
+    sessions: int = 0
+    files: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)
+    retry: int = 0  # groups an ingest changed meanwhile (taken again next run)
+    seconds: float = 0.0
+    session_ids: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "groups": self.groups,
+            "sessions": self.sessions,
+            "files": self.files,
+            "bytes": self.bytes,
+            "skipped": self.skipped,
+            "retry": self.retry,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def walk_order(c: Cursor) -> tuple[str, tuple[str, ...], str]:
+    """The order ``ingest.discover`` meets files in (a directory's files before its
+    subdirectories), so that ``seq`` comes out as in a fresh ingest."""
+    rel = os.path.relpath(c.path, c.root).replace(os.sep, "/")
+    *dirs, name = rel.split("/")
+    return c.root, tuple(dirs), name
+
+
+def replay_file(
+    adapter: Adapter, c: Cursor, raw: StoredRaw, max_line_bytes: int
+) -> tuple[list[Batch], int]:
+    """Batches re-parsing one file's stored raw lines (each generation from byte 0 with a
+    fresh state, as when it was read); returns them and the bytes parsed."""
+    rel = os.path.relpath(c.path, c.root).replace(os.sep, "/")
+    side = raw.sidecar if raw.sidecar is not None else read_sidecar(adapter.sidecar(c.path))
+    ctx = FileContext(c.path, rel, side)
+    dctx = zstandard.ZstdDecompressor()
+    batches: list[Batch] = []
+    parsed_bytes = 0
+    whole = adapter.whole_file(rel)
+    state: dict[str, Any] = {}
+    generation: int | None = None
+    carry = b""
+    for i, (gen, start, end, data_z) in enumerate(raw.blocks):
+        if gen != generation:
+            generation, state, carry = gen, {}, b""
+        last = i + 1 == len(raw.blocks) or raw.blocks[i + 1][0] != gen
+        cursor = replace(c, generation=gen, offset=end, adapter_version=adapter.version)
+        reason = raw.oversized.get((gen, start))
+        if reason is not None:
+            bad = BadLine(start, end - start, reason)
+            batches.append(
+                Batch(
+                    cursor=replace(cursor, state=state),
+                    start=start,
+                    raw=b"",
+                    parsed=Parsed(consumed=end - start, state=state, bad=[bad]),
+                    replay=True,
+                )
+            )
+            continue
+        data = carry + dctx.decompress(data_z, max_output_size=max(end - start, 1) + 1)
+        base = start - len(carry)
+        parsed = adapter.parse(Chunk(data, base, last, ctx), state)
+        carry = data[parsed.consumed :]
+        state = parsed.state
+        parsed_bytes += parsed.consumed
+        batches.append(
+            Batch(
+                cursor=replace(cursor, offset=base + parsed.consumed, state=state),
+                start=base,
+                raw=b"",
+                parsed=parsed,
+                replace_events=whole,
+                replay=True,
+            )
+        )
+    if not raw.blocks:  # an empty file: only its version moves
+        batches.append(
+            Batch(
+                cursor=replace(c, adapter_version=adapter.version, state={}),
+                start=c.offset,
+                raw=b"",
+                parsed=Parsed(consumed=0, state={}),
+                replay=True,
+            )
+        )
+    return batches, parsed_bytes
+
+
+async def renormalize(
+    store: Store,
+    adapters: Iterable[Adapter],
+    *,
+    max_line_bytes: int = 64 << 20,
+    should_stop: Callable[[], bool] | None = None,
+) -> RenormalizeStats:
+    """Rebuild every stale group (see the module docstring); the digests are left to the
+    caller's analyze pass (the sessions are marked changed)."""
+    started = time.perf_counter()
+    by_name = {a.name: a for a in adapters}
+    stats = RenormalizeStats()
+    groups = await store.renormalize_groups({n: a.version for n, a in by_name.items()})
+    for group in groups:
+        if not group.complete:
+            stats.skipped.append(f"{len(group.session_ids)} sessions: {group.why}")
+            continue
+        if should_stop is not None and should_stop():
+            break
+        done = await _replay_group(store, by_name, group, max_line_bytes)
+        if done is None:
+            stats.retry += 1
+            continue
+        stats.groups += 1
+        stats.sessions += len(group.session_ids)
+        stats.files += len(group.cursors)
+        stats.bytes += done
+        stats.session_ids.extend(group.session_ids)
+    stats.seconds = time.perf_counter() - started
+    if stats.groups or stats.skipped:
+        log.info("renormalized", **stats.as_dict())
+    return stats
+
+
+async def _replay_group(
+    store: Store, by_name: dict[str, Adapter], group: Group, max_line_bytes: int
+) -> int | None:
+    batches: list[Batch] = []
+    expect: list[tuple[int, int, int]] = []
+    parsed = 0
+    for c in sorted(group.cursors, key=walk_order):
+        assert c.file_id is not None
+        adapter = by_name.get(c.agent)
+        if adapter is None:
+            return 0  # an agent this build no longer knows: leave its rows alone
+        raw = await store.stored_raw(c.file_id)
+        # parsing is pure: a thread keeps the daemon's loop answering meanwhile
+        file_batches, n = await asyncio.to_thread(replay_file, adapter, c, raw, max_line_bytes)
+        batches.extend(file_batches)
+        expect.append((c.file_id, c.generation, c.offset))
+        parsed += n
+    ok = await store.replay(group.session_ids, expect, batches)
+    return parsed if ok else None
