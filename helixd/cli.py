@@ -33,6 +33,17 @@ def _settings(ctx: click.Context) -> Any:
         ctx.exit(EXIT_USAGE)
 
 
+def _price_table(ctx: click.Context, settings: Any) -> Any:
+    """The price table the config asks for; exit 2 naming the problem when it is bad."""
+    from helixd import config
+
+    try:
+        return config.price_table(settings)
+    except config.ConfigError as exc:
+        click.echo(f"helixctl: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+
+
 def _check_agents(ctx: click.Context, agents: tuple[str, ...]) -> None:
     """Exit 2 naming the known agents when ``--agent`` names an unknown one."""
     from helixd.adapters import REGISTRY
@@ -93,7 +104,8 @@ def ingest(
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
     else:
         pairs = agent_roots(settings, chosen, os.environ, Path.home())
-    summary = asyncio.run(_ingest(settings, pairs, ingest_mod))
+    table = _price_table(ctx, settings)
+    summary = asyncio.run(_ingest(settings, pairs, ingest_mod, table))
     if as_json:
         _echo_json(summary)
     else:
@@ -101,8 +113,8 @@ def ingest(
     ctx.exit(0)
 
 
-async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str, Any]:
-    from helixd import config, digest
+async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any, table: Any) -> dict[str, Any]:
+    from helixd import digest
     from helixd.store import now_ms
 
     store = await _open_store(settings.store.db, readonly=False)
@@ -116,7 +128,7 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any) -> dict[str,
         with _progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
-        digests = await digest.analyze(store, changed, now_ms(), table=config.price_table(settings))
+        digests = await digest.analyze(store, changed, now_ms(), table=table)
         await store.checkpoint()
         summary = stats.as_dict()
         summary["digests_built"] = digests

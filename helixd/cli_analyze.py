@@ -22,10 +22,11 @@ def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: boo
     """Rebuild digests and signals: of the sessions named (UID, bare id or unique prefix),
     of every session with --all, else of every session that changed since it was last
     analyzed (and provisional digests now idle long enough to close)."""
-    from helixd.cli import EXIT_NOT_FOUND, _echo_json, _settings
+    from helixd.cli import EXIT_NOT_FOUND, _echo_json, _price_table, _settings
 
     settings = _settings(ctx)
-    summary = asyncio.run(_analyze(settings, uids, every))
+    table = _price_table(ctx, settings)
+    summary = asyncio.run(_analyze(settings, uids, every, table))
     if summary.get("unknown"):
         for uid in summary["unknown"]:
             click.echo(f"helixctl: no single session matches {uid!r}", err=True)
@@ -39,14 +40,13 @@ def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: boo
     ctx.exit(EXIT_NOT_FOUND if summary.get("unknown") else 0)
 
 
-async def _analyze(settings: Any, uids: tuple[str, ...], every: bool) -> dict[str, Any]:
+async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any) -> dict[str, Any]:
     import time
 
-    from helixd import config, digest
+    from helixd import digest
     from helixd.cli import _open_store
     from helixd.store import now_ms
 
-    table = config.price_table(settings)
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await _open_store(settings.store.db, readonly=False)
     try:
@@ -87,10 +87,10 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
     """Rebuild the rows and digests of every session an older adapter version produced,
     from the stored raw lines (the source files may be gone).  Sessions whose raw lines
     were evicted keep their rows and are listed as skipped."""
-    from helixd.cli import _echo_json, _settings
+    from helixd.cli import _echo_json, _price_table, _settings
 
     settings = _settings(ctx)
-    summary = asyncio.run(_renormalize(settings))
+    summary = asyncio.run(_renormalize(settings, _price_table(ctx, settings)))
     if as_json:
         _echo_json(summary)
     else:
@@ -106,14 +106,13 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
     ctx.exit(0)
 
 
-async def _renormalize(settings: Any) -> dict[str, Any]:
-    from helixd import config, digest
+async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
+    from helixd import digest
     from helixd.adapters import REGISTRY
     from helixd.cli import _open_store
     from helixd.renormalize import renormalize as run
     from helixd.store import now_ms
 
-    table = config.price_table(settings)
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await _open_store(settings.store.db, readonly=False)
     try:

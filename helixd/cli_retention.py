@@ -58,7 +58,10 @@ def evict(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if not settings.store.db.exists():
         click.echo(f"helixctl: no store at {settings.store.db}", err=True)
         ctx.exit(EXIT_STORE)
-    summary = asyncio.run(_evict(settings, dry_run))
+    from helixd.cli import _price_table
+
+    table = _price_table(ctx, settings)
+    summary = asyncio.run(_evict(settings, dry_run, table))
     if as_json:
         _echo_json(summary)
     else:
@@ -66,15 +69,14 @@ def evict(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     ctx.exit(0)
 
 
-async def _evict(settings: Any, dry_run: bool) -> dict[str, Any]:
-    from helixd import config, digest, logs
+async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
+    from helixd import digest, logs
     from helixd.eviction import evict_pass
     from helixd.store import now_ms
 
     logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
     store = await _open_store(settings.store.db, readonly=False)
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
-    table = config.price_table(settings)
 
     async def analyze_now() -> int:
         now = now_ms()

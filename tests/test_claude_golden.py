@@ -23,8 +23,10 @@ as ``helixctl ingest`` does) and as the real ``helixctl`` in a subprocess with `
 
 Definitions used for the activity numbers:
 
-* ``tools``: names of ``tool_use`` content blocks of assistant records;
-* ``tool_results``: ``tool_result`` content blocks of user records;
+* ``tools``: names of ``tool_use`` content blocks of assistant records, and of the
+  subagent messages Claude Code copies into the parent's ``agent_progress`` records (a
+  delegated call: Helix keeps it as a side-chain event of the parent);
+* ``tool_results``: ``tool_result`` content blocks of user records (and of those copies);
 * ``thinking``: ``thinking``/``redacted_thinking`` blocks of assistant records;
 * ``prompts``: user records that carry a prompt - typed text (a string or text blocks), a
   slash command (``<command-name>``) or a pasted image - one per record; not ``isMeta``
@@ -276,11 +278,12 @@ GOLDEN: dict[str, Golden] = {
         # agent_progress records embed subagent assistant messages with usage: never counted.
         D + "ae4a1257-cf8e-47b3-8c80-d7991e4495dd.jsonl",
         (67, 6129, 7656093, 185629),
+        # Bash: 5 of its own + 8 a subagent ran (pytest, ruff) copied into agent_progress.
         {
-            "Bash": 5, "Edit": 18, "Grep": 14, "Read": 29, "Task": 7, "TaskCreate": 4,
+            "Bash": 13, "Edit": 18, "Grep": 14, "Read": 29, "Task": 7, "TaskCreate": 4,
             "TaskList": 1, "TaskUpdate": 8,
         },
-        tool_results=83, thinking=12, prompts=1,
+        tool_results=91, thinking=12, prompts=1,
     ),
     "claude:b2c8258b-cfa7-4411-82bd-b2817ab24b4d": Golden(
         # 26 lines -> 19 responses; sum-of-lines out 3116, first-snapshot 1856.
@@ -296,11 +299,12 @@ GOLDEN: dict[str, Golden] = {
         # caveat/stdout or the isMeta /erk:plan-save expansion).
         D + "beddc0be-103e-4a78-ae7d-ba6c1bad3ac8.jsonl",
         (40, 8509, 1440068, 51072),
+        # Bash: 17 of its own + 3 pytest runs a subagent made (copied into agent_progress).
         {
-            "AskUserQuestion": 1, "Bash": 17, "Edit": 1, "ExitPlanMode": 1, "Glob": 6,
+            "AskUserQuestion": 1, "Bash": 20, "Edit": 1, "ExitPlanMode": 1, "Glob": 6,
             "Read": 9, "Skill": 1, "Task": 2, "TaskCreate": 4, "TaskUpdate": 8, "Write": 4,
         },
-        tool_results=52, thinking=11, prompts=4,
+        tool_results=55, thinking=11, prompts=4,
     ),
     "claude:dc2f576f-81dd-4f52-8708-126e301daf57": Golden(
         # 27 lines -> 10 responses; sum-of-lines out 2297, first-snapshot 105.
@@ -459,6 +463,8 @@ def _read_file(root: Path, rel: str) -> _File:
             continue
         f.records += 1
         rtype = rec.get("type")
+        if rtype == "progress":
+            _delegated(f, rec)
         if rtype not in ("user", "assistant"):
             continue
         ts = _epoch(rec.get("timestamp"))
@@ -496,6 +502,22 @@ def _assistant(
             f.tools[b.get("name")] += 1
         elif b.get("type") in ("thinking", "redacted_thinking"):
             f.thinking += 1
+
+
+def _delegated(f: _File, rec: dict[str, Any]) -> None:
+    """A subagent's message copied into an ``agent_progress`` record: its tool calls and
+    results count (never its usage)."""
+    data = rec.get("data") if isinstance(rec.get("data"), dict) else {}
+    if data.get("type") != "agent_progress":
+        return
+    outer = data.get("message") if isinstance(data.get("message"), dict) else {}
+    inner = outer.get("message") if isinstance(outer.get("message"), dict) else {}
+    content = inner.get("content")
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_use":
+            f.tools[b.get("name")] += 1
+        elif isinstance(b, dict) and b.get("type") == "tool_result":
+            f.tool_results += 1
 
 
 def _user(f: _File, rec: dict[str, Any], content: Any, blocks: list[dict[str, Any]]) -> None:

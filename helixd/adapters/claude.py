@@ -210,8 +210,11 @@ class _FileParse:
                 summary=shorten(summary),
                 body=body[:BODY_LIMIT],
             )
-            if rtype == "progress" and not self.is_sub:
-                self.link_subagent(get_dict(obj, "data"))
+            if rtype == "progress":
+                data = get_dict(obj, "data")
+                if not self.is_sub:
+                    self.link_subagent(data)
+                self.delegated_tools(data, key)
 
     def link_subagent(self, data: Mapping[str, Any]) -> None:
         """``agent_progress`` names a subagent of this session (its usage is never counted
@@ -225,6 +228,26 @@ class _FileParse:
                     parent_uid=self.uid,
                 )
             )
+
+    def delegated_tools(self, data: Mapping[str, Any], key: str) -> None:
+        """The tool calls and results of a subagent, copied into this file by
+        ``agent_progress`` records, become side-chain events of this session: a test run or
+        a failing command the subagent ran then shows in this session's signals (the
+        subagent's own file, when there is one, holds them again as its own session's).
+        Their usage is never counted (rule C5)."""
+        if data.get("type") != "agent_progress":
+            return
+        content = get_dict(get_dict(data, "message"), "message").get("content")
+        if not isinstance(content, list):
+            return
+        own, self.sidechain = self.sidechain, True
+        for i, block in enumerate(content):
+            if isinstance(block, dict):
+                if block.get("type") == "tool_use":
+                    self.tool_use(block, f"{key}#p{i}", f"{key}#0")
+                elif block.get("type") == "tool_result":
+                    self.tool_result(block, f"{key}#p{i}", f"{key}#0")
+        self.sidechain = own
 
     def assistant(self, message: Mapping[str, Any], key: str, parent: str | None) -> None:
         model = get_str(message, "model") or None
@@ -422,7 +445,9 @@ class _FileParse:
         content = block.get("content")
         text = result_text(content)
         is_error = bool(block.get("is_error"))
-        rejected = text.lstrip().startswith(REJECTION_MARKERS)
+        rejected = bool(self.obj.get("toolDenialKind")) or text.lstrip().startswith(
+            REJECTION_MARKERS
+        )
         typed = self.obj.get("toolUseResult")
         interrupted = text.startswith(INTERRUPT_MARKERS) or (
             isinstance(typed, dict) and typed.get("interrupted") is True

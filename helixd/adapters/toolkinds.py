@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from ahocorasick_rs import AhoCorasick
+
 from helixd.testruns import parse_counts, test_runner
 
 EDIT_TOOLS: Final = frozenset(
@@ -139,6 +141,37 @@ def patch_line_counts(patch: str) -> tuple[int, int]:
 
 
 TEST_OUTPUT_HEAD: Final = 1 << 20  # test summaries are read from at most this much output
+# Ingest reads a tool output for test counts only when its last ``SUMMARY_TAIL`` characters
+# hold one of these pieces of a summary line (most outputs hold none: one cheap scan).
+SUMMARY_TAIL: Final = 1024
+SUMMARY_MARKERS: Final = (
+    " passed",
+    " failed",
+    " passing",
+    " errors in",
+    " error in",
+    " skipped in",
+    "no tests ran",
+    "Ran ",
+    "Tests:",
+    "Tests ",
+    "--- PASS",
+    "--- FAIL",
+    "ok  ",
+    "FAIL\t",
+    "test result:",
+    "tests run:",
+    "Tests run:",
+    " example",
+    "OK (",
+    "ok | ",
+    "FAILED | ",
+    " pass\n",
+    " fail\n",
+    "Failed:",
+    "Test summary",
+)
+_SUMMARY_SEARCH: Final = AhoCorasick(list(SUMMARY_MARKERS))  # one pass for every marker
 # Tools whose result is another agent's report or a background command's output: a test
 # summary quoted there ("1 failed, 22 passed in 0.72s") is a delegated test run.
 DELEGATING_TOOLS: Final = frozenset({"Task", "Agent", "TaskOutput", "BashOutput"})
@@ -163,7 +196,12 @@ def result_signals(
     )
     tests = None
     if text and not rejected and (tool is None or tool in SHELL_TOOLS or tool in DELEGATING_TOOLS):
-        found = parse_counts(text[-TEST_OUTPUT_HEAD:])
+        tail = text[-SUMMARY_TAIL:]
+        found = (
+            parse_counts(text[-TEST_OUTPUT_HEAD:])
+            if _SUMMARY_SEARCH.find_matches_as_indexes(tail)
+            else None
+        )
         if found is not None:
             tests = (found.runner, found.passed, found.failed, found.skipped)
     return {"status": status, "tests": tests}
