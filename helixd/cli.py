@@ -132,6 +132,9 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any, table: Any) 
         await store.checkpoint()
         summary = stats.as_dict()
         summary["digests_built"] = digests
+        from helixd.adapters import REGISTRY
+
+        summary["stale_files"] = await store.stale_file_count({a.name: a.version for a in REGISTRY})
         summary["store"] = str(settings.store.db)
         summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})
         result: dict[str, Any] = summary
@@ -181,6 +184,13 @@ def _print_summary(s: dict[str, Any]) -> None:
         click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
     for err in s["errors"]:
         click.echo(f"warning: {err}", err=True)
+    if s.get("stale_files"):
+        click.echo(
+            f"{s['stale_files']} files were read by an older adapter version:"
+            " `helixctl renormalize` rebuilds them from the stored raw lines"
+            " (the daemon does it by itself when idle)",
+            err=True,
+        )
 
 
 async def _open_store(path: Path, readonly: bool) -> Any:

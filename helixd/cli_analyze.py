@@ -107,12 +107,13 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
 
 
 async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
-    from helixd import digest
+    from helixd import digest, logs
     from helixd.adapters import REGISTRY
     from helixd.cli import _open_store
     from helixd.renormalize import renormalize as run
     from helixd.store import now_ms
 
+    logs.configure("warning")  # the summary is printed; problems go to stderr
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await _open_store(settings.store.db, readonly=False)
     try:

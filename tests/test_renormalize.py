@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from helixd import digest
@@ -17,6 +18,7 @@ from helixd.ingest import Ingestor, discover
 from helixd.records import Parsed
 from helixd.renormalize import renormalize
 from helixd.store import Store, now_ms
+from tests.conftest import RunCli
 from tests.daemon_helpers import Helixd, wait_for
 from tests.db_snapshot import snapshot
 
@@ -87,8 +89,6 @@ def digests_and_hits(db: Path) -> dict[str, Any]:
 
 
 def digest_without_clock(json: bytes) -> dict[str, Any]:
-    import orjson
-
     d: dict[str, Any] = orjson.loads(json)
     d.pop("provisional", None)
     return d
@@ -241,3 +241,22 @@ async def test_the_daemon_renormalizes_in_the_background(
         versions.append(d["source"]["adapter_version"])  # type: ignore[index]
     # (a session known only from other files' records owns no file: no version)
     assert set(versions) == {claude.version, None} and versions.count(claude.version) >= 5
+
+
+async def test_the_cli_names_stale_files_and_renormalizes_them(
+    home: Path, helixctl: RunCli
+) -> None:
+    src = home / ".claude" / "projects"
+    shutil.copytree(FIXTURES / "claude" / "dagster-io__erk", src / "erk")
+    claude = next(a for a in REGISTRY if a.name == "claude")
+    db: Path = helixctl.db  # type: ignore[attr-defined]
+    await ingest_and_analyze(db, [(old_version(claude), src)])
+
+    hint = helixctl("ingest").stderr
+    assert "read by an older adapter version" in hint and "helixctl renormalize" in hint
+    doc = orjson.loads(helixctl("renormalize", "--json").stdout)
+    assert doc["groups"] >= 7 and doc["bytes"] > 0 and doc["digests"] >= 7
+    assert doc["skipped"] == [] and doc["retry"] == 0
+    assert "older adapter version" not in helixctl("ingest").stderr
+    again = orjson.loads(helixctl("renormalize", "--json").stdout)
+    assert again["groups"] == 0

@@ -217,6 +217,10 @@ class Store:
         """The groups of sessions and files an older adapter version produced."""
         return await self.run(renorm.groups, self.db._conn, versions)
 
+    async def stale_file_count(self, versions: dict[str, int]) -> int:
+        """Files an older adapter version read (re-normalization would rebuild them)."""
+        return await self.run(renorm.stale_file_count, self.db._conn, versions)
+
     async def stored_raw(self, file_id: int) -> renorm.StoredRaw:
         return await self.run(renorm.stored_raw, self.db._conn, file_id)
 

@@ -105,6 +105,18 @@ def groups(con: sqlite3.Connection, versions: Mapping[str, int]) -> list[Group]:
     return out
 
 
+def stale_file_count(con: sqlite3.Connection, versions: Mapping[str, int]) -> int:
+    return sum(
+        int(
+            con.execute(
+                "SELECT count(*) FROM files WHERE agent = ? AND adapter_version < ?",
+                (agent, version),
+            ).fetchone()[0]
+        )
+        for agent, version in versions.items()
+    )
+
+
 def _stored_whole(con: sqlite3.Connection, c: Cursor) -> bool:
     """The current generation's raw blocks cover ``[0, offset)`` without a gap."""
     at = 0
