@@ -7,11 +7,13 @@ of a thousand sessions costs a dozen statements, not a dozen per session.
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from helixd.signals import SIGNAL_KINDS
 from helixd.store.reader import SESSION_COLS, session_row
 
 TAIL: Final = 20
@@ -22,14 +24,28 @@ _USAGE_COLS: Final = (
     " coalesce(sum(reasoning), 0)"
 )
 _ZERO: Final = (0, 0, 0, 0, 0, 0, 0)
-# helixd.signals.SIGNAL_COLUMNS, in order (the body only where a signal needs it: an edit's
-# path, an error's message, a test run's command).
-_SIGNAL_ROWS: Final = (
+# One scan of the sessions' events feeds every per-event fact.  The text column holds only
+# what some fact needs: an edit's path, an error's message, a test run's command (signals)
+# and the opening of an assistant reply (the outcome rule's tail).
+_EVENT_SCAN: Final = (
     "SELECT session_id, seq, ts, kind, tool, call_id, summary,"
-    " CASE WHEN kind IN ('edit', 'error', 'test_run') THEN body END, is_error, status,"
-    " test_framework, tests_passed, tests_failed, tests_skipped, lines_added, lines_removed"
-    f" FROM events WHERE {_WANT} AND kind IN ('tool_call', 'tool_result', 'edit', 'test_run',"
-    " 'error', 'human_intervention') ORDER BY session_id, seq"
+    " CASE WHEN kind IN ('edit', 'error', 'test_run') THEN body"
+    "  WHEN kind = 'assistant_msg' THEN substr(coalesce(nullif(body, ''), summary), 1, 400)"
+    " END, is_error, status, test_framework, tests_passed, tests_failed, tests_skipped,"
+    f" lines_added, lines_removed FROM events WHERE {_WANT} ORDER BY session_id, seq"
+)
+_SIGNAL_KINDS: Final = frozenset(SIGNAL_KINDS)
+_TEXT_KINDS: Final = frozenset({"edit", "error", "test_run"})
+_CONVERSATION: Final = frozenset(
+    {"user_msg", "assistant_msg", "human_intervention", "tool_call", "tool_result"}
+)
+_GAVE_UP: Final = re.compile(
+    r"\b(?:fail(?:ed|s|ing|ure)?|unable|could(?: ?not|n['’]t)|can(?: ?not|['’]t)"
+    r"|not able|(?:did|does)(?: not|n['’]t) work|unfortunately|sorry)\b",
+    re.IGNORECASE,
+)
+_SUCCEEDED: Final = re.compile(
+    r"\b(?:succe\w*|pass(?:es|ed|ing)?|fixed|done|complete[sd]?|works)\b", re.IGNORECASE
 )
 
 
@@ -69,30 +85,7 @@ def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[
             "tail": {"kinds": [], "errors": []},
             "problems": _no_problems(),
         }
-    for sid, kind, n in q(
-        f"SELECT session_id, kind, count(*) FROM events WHERE {_WANT} GROUP BY 1, 2"
-    ):
-        facts[sid]["kinds"][kind] = n
-    for sid, tool, n in q(
-        f"SELECT session_id, tool, count(*) FROM events WHERE {_WANT}"
-        " AND kind = 'tool_call' GROUP BY 1, 2"
-    ):
-        facts[sid]["tools"][tool] = n
-    for key, kind, agg in (("first", "user_msg", "min"), ("last", "assistant_msg", "max")):
-        # SQLite takes bare columns from the row that holds the min()/max().
-        for sid, summary, body, _ in q(
-            f"SELECT session_id, summary, body, {agg}(seq) FROM events"
-            f" WHERE {_WANT} AND kind = ? GROUP BY 1",
-            (kind,),
-        ):
-            facts[sid][key] = (summary, body)
-    for sid, lo, hi in q(
-        f"SELECT session_id, min(ts), max(ts) FROM events WHERE {_WANT} GROUP BY 1"
-    ):
-        facts[sid]["span"] = (lo, hi)
-    for sid, *rest in q(_SIGNAL_ROWS):
-        facts[sid]["signal_rows"].append(rest)
-    _tails(con, facts)
+    _scan_events(con, facts)
     _usage(con, facts)
     for sid, *counts in q(
         "SELECT session_id, count(*), coalesce(sum(bad_lines), 0),"
@@ -118,54 +111,109 @@ def _no_problems() -> dict[str, int]:
     return dict.fromkeys(_PROBLEMS, 0)
 
 
-def _tails(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
-    """The kinds of each session's last ``TAIL`` conversational events, oldest first, and
-    the error flags of the tool results among them (for ``helixd.digest.outcome``).
+class _Scan:
+    """The per-event facts of one session, gathered row by row (``_EVENT_SCAN`` order)."""
+
+    def __init__(self, sid: int, f: dict[str, Any]) -> None:
+        self.sid, self.f = sid, f
+        self.kinds: dict[str, int] = {}
+        self.tools: dict[Any, int] = {}
+        self.lo: int | None = None
+        self.hi: int | None = None
+        self.first: int | None = None
+        self.last: int | None = None
+        self.conversation: deque[tuple[Any, ...]] = deque(maxlen=TAIL)
+        self.edits: deque[tuple[Any, ...]] = deque(maxlen=TAIL)
+
+    def add(self, row: Sequence[Any]) -> None:
+        seq, ts, kind, tool = row[1], row[2], row[3], row[4]
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if ts is not None:
+            self.lo = ts if self.lo is None or ts < self.lo else self.lo
+            self.hi = ts if self.hi is None or ts > self.hi else self.hi
+        if kind in _SIGNAL_KINDS:
+            if kind == "tool_call":
+                self.tools[tool] = self.tools.get(tool, 0) + 1
+            text = row[7] if kind in _TEXT_KINDS else None
+            self.f["signal_rows"].append((*row[1:7], text, *row[8:]))
+        if kind == "edit":
+            self.edits.append((seq, kind, row[8], row[5], None))
+        elif kind in _CONVERSATION or (kind == "error" and tool is None):
+            if kind == "user_msg" and self.first is None:
+                self.first = seq
+            elif kind == "assistant_msg":
+                self.last = seq
+            text = (row[7] or row[6] or "")[:400] if kind == "error" else row[7]
+            self.conversation.append((seq, kind, row[8], row[5], text))
+
+    def close(self, picks: list[tuple[int, int, str]]) -> None:
+        self.f["kinds"], self.f["tools"] = self.kinds, self.tools
+        if self.lo is not None:
+            self.f["span"] = (self.lo, self.hi)
+        if self.first is not None:
+            picks.append((self.sid, self.first, "first"))
+        if self.last is not None:
+            picks.append((self.sid, self.last, "last"))
+        _tail(self.f["tail"], self.conversation, self.edits)
+
+
+def _scan_events(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
+    """Kind and tool counts, the time span, the signal rows (``SIGNAL_COLUMNS``), the first
+    prompt and last reply, and the tail the outcome rule reads, from one ordered scan."""
+    scan: _Scan | None = None
+    picks: list[tuple[int, int, str]] = []
+    for row in con.execute(_EVENT_SCAN):
+        if scan is None or row[0] != scan.sid:
+            if scan is not None:
+                scan.close(picks)
+            scan = _Scan(row[0], facts[row[0]])
+        scan.add(row)
+    if scan is not None:
+        scan.close(picks)
+    _messages(con, facts, picks)
+
+
+def _tail(
+    tail: dict[str, list[Any]], conversation: Iterable[tuple[Any, ...]], edits: Iterable[Any]
+) -> None:
+    """The kinds of the session's last ``TAIL`` conversational events, oldest first, and the
+    error flags of the tool results among them (for ``helixd.digest.outcome``).
 
     Three kinds are refined: ``error`` is kept only for the session's own errors (no tool:
     API errors, timeouts, an expired login; not Claude Code's "No response requested."
     placeholder written after an interrupt or /exit), ``gave_up`` is an assistant reply whose
     opening sentence admits failure ("the connection failed", "I couldn't ...", "unable
     to ...") without also reporting success, ``edit_result`` a tool result whose call changed
-    a file (same ``call_id`` as one of the session's last ``edit``s)."""
-    import re
-
-    gave_up = re.compile(
-        r"\b(?:fail(?:ed|s|ing|ure)?|unable|could(?: ?not|n['’]t)|can(?: ?not|['’]t)"
-        r"|not able|(?:did|does)(?: not|n['’]t) work|unfortunately|sorry)\b",
-        re.IGNORECASE,
-    )
-    succeeded = re.compile(
-        r"\b(?:succe\w*|pass(?:es|ed|ing)?|fixed|done|complete[sd]?|works)\b", re.IGNORECASE
-    )
-    rows = con.execute(
-        "SELECT session_id, kind, is_error, call_id, text FROM ("
-        " SELECT session_id, kind, is_error, call_id, seq,"
-        "  CASE WHEN kind IN ('assistant_msg', 'error')"
-        "   THEN substr(coalesce(nullif(body, ''), summary), 1, 400) END AS text,"
-        "  row_number() OVER (PARTITION BY session_id, kind = 'edit' ORDER BY seq DESC) AS n"
-        f" FROM events WHERE {_WANT} AND (kind IN ('user_msg', 'assistant_msg',"
-        " 'human_intervention', 'tool_call', 'tool_result', 'edit')"
-        " OR (kind = 'error' AND tool IS NULL)))"
-        " WHERE n <= ? ORDER BY session_id, seq",
-        (TAIL,),
-    )
-    edits: set[tuple[int, str]] = set()
-    for sid, kind, is_error, call_id, text in rows:
-        tail = facts[sid]["tail"]
+    a file (same ``call_id`` as one of the session's last ``TAIL`` edits, made before it)."""
+    edited: set[Any] = set()
+    for _, kind, is_error, call_id, text in sorted((*conversation, *edits)):
         if kind == "edit":
-            edits.add((sid, call_id))
+            edited.add(call_id)
             continue
         if kind == "error" and (text or "").strip() == "No response requested.":
             continue
         if kind == "assistant_msg" and text:
             opening = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0][:200]
-            if gave_up.search(opening) and not succeeded.search(opening):
+            if _GAVE_UP.search(opening) and not _SUCCEEDED.search(opening):
                 kind = "gave_up"
         if kind == "tool_result":
-            kind = "edit_result" if (sid, call_id) in edits else kind
+            kind = "edit_result" if call_id in edited else kind
             tail["errors"].append(bool(is_error))
         tail["kinds"].append(kind)
+
+
+def _messages(
+    con: sqlite3.Connection, facts: dict[int, dict[str, Any]], picks: list[tuple[int, int, str]]
+) -> None:
+    """The (summary, body) of each session's first prompt and last reply."""
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS pick (sid INTEGER, seq INTEGER, what TEXT)")
+    con.execute("DELETE FROM temp.pick")
+    con.executemany("INSERT INTO temp.pick VALUES (?, ?, ?)", picks)
+    for sid, what, summary, body in con.execute(
+        "SELECT p.sid, p.what, e.summary, e.body FROM temp.pick p JOIN events e"
+        " ON e.session_id = p.sid AND e.seq = p.seq"
+    ):
+        facts[sid][what] = (summary, body)
 
 
 def _usage(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
