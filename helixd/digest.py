@@ -8,7 +8,8 @@ Fields consumers may rely on (spec §11.2): session_uid, flavor, repo, domain, m
 started_at, ended_at, outcome, cost {input_tokens, output_tokens, cache_tokens, wall_clock_s,
 turns, retries}, tool_histogram, event_count, kind_counts, markers, first_prompt,
 last_assistant, error_snippets [{fingerprint, sample, count, tool}], schema_version.
-Helix adds: provisional, outcome_rule, outcome_confidence, usage (the token split),
+Helix adds: provisional (and closed_by: session end / turn completed / idle), outcome_rule,
+outcome_confidence, usage (the token split),
 parent_uid, subagents, subagent_cost, cost_with_subagents, source, price_table_date,
 tool_calls {total, by_status, duration_ms_p50, duration_ms_max}, test_runs {total, by_status,
 last}, files {operations, paths, lines_added, lines_removed, by_language}; each error
@@ -177,7 +178,16 @@ def build(
     turns = kinds.get("user_msg", 0)
     messages = kinds.get("user_msg", 0) + kinds.get("assistant_msg", 0)
     label, confidence, rule = outcome(tail["kinds"], tail["errors"], messages)
-    closed = bool(s["ended"]) or (ended is not None and now - ended > idle_ms)
+    closed_by = (
+        "session end"
+        if s["ended"]
+        else "turn completed"
+        if facts.get("ends_on_completion")
+        else "idle"
+        if ended is not None and now - ended > idle_ms
+        else None
+    )
+    closed = closed_by is not None
     first = facts["first"]
     last = facts["last"]
     usage = facts["usage"]
@@ -202,6 +212,7 @@ def build(
         "outcome_confidence": confidence,
         "outcome_rule": rule,
         "provisional": not closed,
+        "closed_by": closed_by,
         "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd},
         "usage": {"responses": usage["responses"], "by_model": facts["usage_by_model"]},
         "tool_histogram": dict(sorted(((k or "?"), v) for k, v in facts["tools"].items())),

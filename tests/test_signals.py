@@ -324,3 +324,25 @@ def test_rows_stored_before_statuses_existed_fall_back_to_the_error_flag() -> No
         ]
     )
     assert [c.status for c in sig.tool_calls] == ["error", "success"]
+
+
+# -- closing: provisional until a session end, a completed turn or the idle timeout ----------
+def test_a_completed_turn_closes_the_digest_and_a_user_turn_keeps_it_open(db: Path) -> None:
+    async def build(uid: str, after_ms: int) -> dict[str, Any]:
+        async with await Store.open(db) as store:
+            (sid,) = rows(db, "SELECT id FROM sessions WHERE uid = ?", uid)[0]
+            facts = (await store.digest_facts([sid]))[sid]
+        last = facts["span"][1]
+        return digest.build(facts, last + after_ms)
+
+    # Real Codex rollouts: 019c8bfe ends on final_answer + task_complete; 019c8a53 ends on
+    # a user message nobody answered (see tests/test_outcome_labels.py).
+    done = next(u for (u,) in rows(db, "SELECT uid FROM sessions") if "019c8bfe" in u)
+    waiting = next(u for (u,) in rows(db, "SELECT uid FROM sessions") if "019c8a53" in u)
+    minute, hour = 60_000, 3_600_000
+    d = asyncio.run(build(done, minute))
+    assert (d["provisional"], d["closed_by"]) == (False, "turn completed")
+    d = asyncio.run(build(waiting, minute))
+    assert (d["provisional"], d["closed_by"]) == (True, None)
+    d = asyncio.run(build(waiting, hour))
+    assert (d["provisional"], d["closed_by"]) == (False, "idle")

@@ -124,10 +124,13 @@ class _Scan:
         self.last: int | None = None
         self.conversation: deque[tuple[Any, ...]] = deque(maxlen=TAIL)
         self.edits: deque[tuple[Any, ...]] = deque(maxlen=TAIL)
+        self.last_kind: str | None = None
 
     def add(self, row: Sequence[Any]) -> None:
         seq, ts, kind, tool = row[1], row[2], row[3], row[4]
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if kind != "lifecycle":
+            self.last_kind = kind
         if ts is not None:
             self.lo = ts if self.lo is None or ts < self.lo else self.lo
             self.hi = ts if self.hi is None or ts > self.hi else self.hi
@@ -148,6 +151,9 @@ class _Scan:
 
     def close(self, picks: list[tuple[int, int, str]]) -> None:
         self.f["kinds"], self.f["tools"] = self.kinds, self.tools
+        # A turn's end (Codex task_complete, Grok turn_completed, Claude's turn duration)
+        # with nothing after it: the agent waits for the user; new activity reopens.
+        self.f["ends_on_completion"] = self.last_kind == "completion"
         if self.lo is not None:
             self.f["span"] = (self.lo, self.hi)
         if self.first is not None:
