@@ -56,7 +56,9 @@ def main() -> None:
     env = env_for(args.home, db, cfg)
     try:
         ingest, wall = run_json(["ingest", "--json"], env)
-        print(f"ingest: {ingest['bytes'] / 1e6:,.0f} MB, {ingest['sessions']} sessions, {wall:.1f} s")
+        print(
+            f"ingest: {ingest['bytes'] / 1e6:,.0f} MB, {ingest['sessions']} sessions, {wall:.1f} s"
+        )
         rates = []
         for i in range(args.runs):
             doc, wall = run_json(["analyze", "--all", "--json"], env)
