@@ -408,7 +408,8 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
     """Sessions and spend by agent, repo and model; tool success rates; most-edited
     files; test runs by framework; interventions and errors per session."""
     queries = _queries()
-    from helixd.usage_report import COUNTERS, cost, test_framework
+    from helixd.testruns import test_runner
+    from helixd.usage_report import COUNTERS, cost
 
     lo = _instant(since, "--since")
     _, prices = _prices(ctx)
@@ -434,15 +435,33 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
             s["cost"] += usd
     assert len(COUNTERS) == 7
     tools = [
-        {"tool": t, "calls": n, "errors": e or 0, "success_rate": round(1 - (e or 0) / n, 4)}
-        for t, n, e in raw["tools"]
+        {
+            "tool": t,
+            "calls": n,
+            "errors": e or 0,
+            "rejected": rj or 0,
+            "interrupted": it or 0,
+            "no_result": nr or 0,
+            # of the calls whose result was recorded
+            "success_rate": round((n - (e or 0) - (rj or 0) - (it or 0) - (nr or 0)) / (n - nr), 4)
+            if n - (nr or 0)
+            else None,
+        }
+        for t, n, e, rj, it, nr in raw["tools"]
     ]
     tests: dict[str, dict[str, int]] = {}
-    for command, failed in raw["tests"]:
-        fw = tests.setdefault(test_framework(command or ""), {"runs": 0, "passed": 0, "failed": 0})
+    zero = dict.fromkeys(("runs", "passed", "failed", "tests_passed", "tests_failed"), 0)
+    for framework, command, status, t_pass, t_fail, t_skip in raw["tests"]:
+        name = framework or test_runner(command or "") or "other"
+        fw = tests.setdefault(name, {**zero, "tests_skipped": 0})
         fw["runs"] += 1
-        if failed is not None:
-            fw["failed" if failed else "passed"] += 1
+        if status == "passed":
+            fw["passed"] += 1
+        elif status in ("failed", "error"):
+            fw["failed"] += 1
+        fw["tests_passed"] += t_pass or 0
+        fw["tests_failed"] += t_fail or 0
+        fw["tests_skipped"] += t_skip or 0
     per_session = sorted(raw["per_session"], key=lambda r: -(r[1] + r[2]))
     doc = {
         "since": since,
@@ -487,11 +506,20 @@ def _print_stats(doc: dict[str, Any]) -> None:
             sessions = "" if dim == "model" else f"{s['sessions']:,}"
             table.add_row(key, sessions, f"{s['tokens']:,}", f"${s['cost']:,.2f}")
         console.print(table)
-    table = Table(title="Tool results")
-    for col in ("Tool", "Calls", "Errors", "Success"):
+    table = Table(title="Tool calls")
+    for col in ("Tool", "Calls", "Errors", "Rejected", "Interrupted", "No result", "Success"):
         table.add_column(col, justify="left" if col == "Tool" else "right")
     for t in doc["tools"]:
-        table.add_row(t["tool"], f"{t['calls']:,}", f"{t['errors']:,}", f"{t['success_rate']:.1%}")
+        rate = "-" if t["success_rate"] is None else f"{t['success_rate']:.1%}"
+        table.add_row(
+            t["tool"] or "?",
+            f"{t['calls']:,}",
+            f"{t['errors']:,}",
+            f"{t['rejected']:,}",
+            f"{t['interrupted']:,}",
+            f"{t['no_result']:,}",
+            rate,
+        )
     console.print(table)
     table = Table(title="Most edited files")
     for col in ("File", "Edits", "Sessions", "+lines", "-lines"):
@@ -505,12 +533,13 @@ def _print_stats(doc: dict[str, Any]) -> None:
             str(f["lines_removed"]),
         )
     console.print(table)
-    table = Table(title="Test runs (pass = the command's tool call did not fail)")
-    for col in ("Framework", "Runs", "Passed", "Failed", "Pass rate"):
+    table = Table(title="Test runs (a run passes when its summary reports no failure)")
+    for col in ("Framework", "Runs", "Passed", "Failed", "Pass rate", "Tests ok/failed/skipped"):
         table.add_column(col, justify="left" if col == "Framework" else "right")
     for name, v in doc["tests"].items():
         rate = "-" if v["pass_rate"] is None else f"{v['pass_rate']:.1%}"
-        table.add_row(name, str(v["runs"]), str(v["passed"]), str(v["failed"]), rate)
+        counts = f"{v['tests_passed']:,}/{v['tests_failed']:,}/{v['tests_skipped']:,}"
+        table.add_row(name, str(v["runs"]), str(v["passed"]), str(v["failed"]), rate, counts)
     console.print(table)
     ie = doc["interventions_and_errors"]
     console.print(

@@ -318,33 +318,3 @@ def snippet(
     window = flat[start:end]
     marked = pattern.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
     return ("…" if start else "") + marked + ("…" if end < len(flat) else "")
-
-
-# -- analytics ---------------------------------------------------------------------------
-_FRAMEWORKS: Final = (
-    ("pytest", re.compile(r"\bpytest\b|\bpy\.test\b")),
-    ("unittest", re.compile(r"\bunittest\b")),
-    ("jest", re.compile(r"\bjest\b")),
-    ("vitest", re.compile(r"\bvitest\b")),
-    ("mocha", re.compile(r"\bmocha\b")),
-    ("playwright", re.compile(r"\bplaywright\b")),
-    ("go test", re.compile(r"\bgo\s+test\b")),
-    ("cargo test", re.compile(r"\bcargo\s+(?:test|nextest)\b")),
-    ("rspec", re.compile(r"\brspec\b")),
-    ("phpunit", re.compile(r"\bphpunit\b")),
-    ("gradle/maven", re.compile(r"\b(?:gradlew?|mvn)\b")),
-    ("dotnet test", re.compile(r"\bdotnet\s+test\b")),
-    ("npm/yarn/pnpm test", re.compile(r"\b(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b")),
-    ("make test", re.compile(r"\bmake\s+\S*test")),
-)
-
-
-def test_framework(command: str) -> str:
-    """The test framework a shell command runs (``other`` when unrecognised)."""
-    for name, pattern in _FRAMEWORKS:
-        if pattern.search(command):
-            return name
-    return "other"
-
-
-test_framework.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from helixd.usage_report import attribute, period_of, price_for, snippet, test_framework
+from helixd.usage_report import attribute, period_of, price_for, snippet
 
 REPO = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -363,7 +363,16 @@ def test_stats_json(claude_db: Path) -> None:
     assert tools["Bash"]["calls"] >= tools["Bash"]["errors"] > 0
     assert doc["files"] and doc["files"][0]["edits"] >= doc["files"][-1]["edits"]
     assert doc["interventions_and_errors"]["errors"] > 0
-    assert isinstance(doc["tests"], dict)
+    # The real pytest runs of the dagster-io/erk sessions (tests/test_signals.py counts them)
+    assert doc["tests"]["pytest"] == {
+        "runs": 9,
+        "passed": 2,
+        "failed": 7,
+        "pass_rate": round(2 / 9, 4),
+        "tests_passed": 7 + 7 + 112 + 9 + 383 + 22 + 23,
+        "tests_failed": 1 + 1 + 1 + 3 + 1,
+        "tests_skipped": 0,
+    }
 
 
 def test_pure_helpers() -> None:
@@ -378,8 +387,6 @@ def test_pure_helpers() -> None:
     assert period_of(datetime(2026, 1, 7), "weekly", 0) == "2026-01-05"
     assert period_of(datetime(2026, 1, 7), "monthly") == "2026-01"
     assert snippet("we ran the tests, all passing", ["test*"]) == "we ran the [tests], all passing"
-    assert test_framework("uv run pytest -q tests/") == "pytest"
-    assert test_framework("cargo test --all") == "cargo test"
 
 
 def test_the_light_entry_path_answers_like_the_full_cli(claude_db: Path) -> None:

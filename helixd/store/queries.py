@@ -274,9 +274,10 @@ def search(
 
 
 def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str, Any]:
-    """The analytics views: sessions and usage by agent / repo / model, tool results,
-    most-edited files, test runs with the outcome of their tool call, interventions and
-    errors per session."""
+    """The analytics views: sessions and usage by agent / repo / model, tool calls by status,
+    most-edited files, test runs (status and the counts their output reported),
+    interventions and errors per session.  Tool calls and test runs come from the Tier 2
+    signal tables the analyze pass keeps (they outlive eviction)."""
     lo = 0 if since is None else since
     out: dict[str, Any] = {}
     out["sessions"] = con.execute(
@@ -290,8 +291,9 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo // 900_000,),
     ).fetchall()
     out["tools"] = con.execute(
-        "SELECT coalesce(tool, '?'), count(*), sum(is_error) FROM events"
-        " WHERE kind = 'tool_result' AND coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC",
+        "SELECT tool, count(*), sum(status = 'error'), sum(status = 'rejected'),"
+        " sum(status = 'interrupted'), sum(status = 'missing') FROM tool_calls"
+        " WHERE coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC",
         (lo,),
     ).fetchall()
     out["files"] = con.execute(
@@ -301,10 +303,8 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo, top),
     ).fetchall()
     out["tests"] = con.execute(
-        "SELECT coalesce(t.body, t.summary), (SELECT max(r.is_error) FROM events r"
-        "  WHERE r.session_id = t.session_id AND r.call_id = t.call_id"
-        "  AND r.kind = 'tool_result') FROM events t"
-        " WHERE t.kind = 'test_run' AND coalesce(t.ts, 0) >= ?",
+        "SELECT framework, command, status, passed, failed, skipped FROM test_runs"
+        " WHERE coalesce(ts, 0) >= ?",
         (lo,),
     ).fetchall()
     out["per_session"] = con.execute(
