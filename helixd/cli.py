@@ -265,6 +265,7 @@ def _print_digest(d: dict[str, Any]) -> None:
     )
     if tools:
         lines.append(f"  tools: {tools}")
+    lines.extend(_signal_lines(d))
     markers = d["markers"]
     if markers["malformed_lines"] or markers["unknown_records"]:
         lines.append(
@@ -274,6 +275,41 @@ def _print_digest(d: dict[str, Any]) -> None:
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
+
+
+def _signal_lines(d: dict[str, Any]) -> list[str]:
+    """The digest's signals, one line each (digests of schema 1 have none)."""
+    out = []
+    calls = d.get("tool_calls") or {}
+    if calls.get("total"):
+        by = ", ".join(f"{k} {v}" for k, v in calls["by_status"].items())
+        p50 = calls.get("duration_ms_p50")
+        out.append(
+            f"  tool calls {calls['total']}: {by}"
+            + (f"; median {p50 / 1000:.1f} s" if p50 is not None else "")
+        )
+    tests = d.get("test_runs") or {}
+    if tests.get("total"):
+        last = tests["last"]
+        counts = (
+            f" ({last['passed']} passed, {last['failed']} failed, {last['skipped']} skipped)"
+            if last["passed"] is not None
+            else ""
+        )
+        out.append(
+            f"  test runs {tests['total']}; last {last['framework'] or ''} {last['status']}"
+            f"{counts}: {last['command'][:80]}"
+        )
+    files = d.get("files") or {}
+    if files.get("operations"):
+        langs = ", ".join(f"{k} {v}" for k, v in files["by_language"].items())
+        out.append(
+            f"  files {files['paths']} (+{files['lines_added']} -{files['lines_removed']})"
+            + (f": {langs}" if langs else "")
+        )
+    if d.get("outcome_rule"):
+        out.append(f"  outcome rule: {d['outcome_rule']} (confidence {d['outcome_confidence']})")
+    return out
 
 
 @main.command()

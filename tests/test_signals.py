@@ -346,3 +346,22 @@ def test_a_completed_turn_closes_the_digest_and_a_user_turn_keeps_it_open(db: Pa
     assert (d["provisional"], d["closed_by"]) == (True, None)
     d = asyncio.run(build(waiting, hour))
     assert (d["provisional"], d["closed_by"]) == (False, "idle")
+
+
+def test_lookup_prints_the_signals(db: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    env["HELIX_STORE_DB"] = str(db)
+    out = subprocess.run(
+        [sys.executable, "-m", "helixd.cli", "lookup", "ae4a1257"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "test runs 6; last pytest failed (383 passed, 3 failed, 0 skipped)" in out
+    assert "tool calls 94: error 5, missing 3, success 86" in out
+    assert "python 18" in out and "outcome rule:" in out
