@@ -146,7 +146,17 @@ async def renormalize(
             continue
         if should_stop is not None and should_stop():
             break
-        done = await _replay_group(store, by_name, group, max_line_bytes)
+        try:
+            done = await _replay_group(store, by_name, group, max_line_bytes)
+        except zstandard.ZstdError as exc:
+            # A stored raw block that cannot be read: this group keeps its rows (and is
+            # listed every run), the others go on.
+            where = ", ".join(c.path for c in group.cursors[:3])
+            stats.skipped.append(
+                f"{len(group.session_ids)} sessions: unreadable raw lines ({exc}): {where}"
+            )
+            log.error("renormalize_unreadable", error=str(exc), files=where)
+            continue
         if done is None:
             stats.retry += 1
             continue

@@ -260,3 +260,33 @@ async def test_the_cli_names_stale_files_and_renormalizes_them(
     assert "older adapter version" not in helixctl("ingest").stderr
     again = orjson.loads(helixctl("renormalize", "--json").stdout)
     assert again["groups"] == 0
+
+
+async def test_an_unreadable_raw_block_skips_its_group_only(tmp_path: Path) -> None:
+    pairs = lay_out(tmp_path / "src")
+    db = tmp_path / "helix.db"
+    await ingest_and_analyze(db, [(old_version(a), root) for a, root in pairs])
+    con = sqlite3.connect(db)
+    (path,) = con.execute(
+        "SELECT f.path FROM files f JOIN raw_blocks r ON r.file_id = f.id"
+        " WHERE f.agent = 'codex' ORDER BY f.id LIMIT 1"
+    ).fetchone()
+    con.execute(
+        "UPDATE raw_blocks SET data = x'00112233' WHERE file_id = (SELECT id FROM files"
+        " WHERE path = ?)",
+        (path,),
+    )
+    con.commit()
+    con.close()
+    async with await Store.open(db) as store:
+        stats = await renormalize(store, REGISTRY)
+    assert stats.groups > 0
+    assert [s for s in stats.skipped if "unreadable raw lines" in s and path in s]
+    con = sqlite3.connect(db)
+    try:
+        versions = dict(con.execute("SELECT path, adapter_version FROM files").fetchall())
+    finally:
+        con.close()
+    codex = next(a for a in REGISTRY if a.name == "codex")
+    assert versions[path] == codex.version - 1
+    assert sum(v == codex.version for v in versions.values()) >= 1
