@@ -3,7 +3,8 @@
 Each signal points at the events it came from (``seq`` within the session):
 
 * **tool calls**: the call, its result (matched by call id), the result's status (success /
-  error / rejected by the user / interrupted; ``missing`` when no result was recorded) and
+  error / rejected by the user / interrupted — also a call left without a result when the
+  user stepped in; ``missing`` when no result was recorded at all) and
   the time from call to result;
 * **test runs**: a call whose command runs a test suite (or whose output carries a test
   summary), with the passed / failed / skipped counts the adapter read from the output;
@@ -19,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from helixd.languages import language_of
@@ -161,77 +162,116 @@ def _duration(call_ts: int | None, result: Sequence[Any] | None) -> int | None:
 
 def extract(rows: Sequence[Sequence[Any]]) -> Signals:
     """The signals of one session from its ``SIGNAL_COLUMNS`` rows in ``seq`` order."""
-    out = Signals()
-    results: dict[str, Sequence[Any]] = {}
+    ex = _Extraction(rows)
+    handlers = {
+        "tool_call": ex.tool_call,
+        "tool_result": ex.tool_result,
+        "test_run": ex.test_run,
+        "edit": ex.edit,
+        "error": ex.error,
+        "human_intervention": ex.intervention,
+    }
     for row in rows:
-        if row[2] == "tool_result" and row[4] and row[4] not in results:
-            results[row[4]] = row
-    calls: dict[str, Sequence[Any]] = {}
-    tested: set[str] = set()
-    last_call: Sequence[Any] | None = None
-    failed_call: Sequence[Any] | None = None
-    for row in rows:
-        seq, ts, kind, tool, call_id = row[0], row[1], row[2], row[3], row[4]
-        result = results.get(call_id) if call_id else None
-        if kind == "tool_call":
-            target = row[5] or ""
-            if call_id:
-                calls[call_id] = row
-            out.tool_calls.append(
-                ToolCall(
-                    seq,
-                    result[0] if result else None,
-                    ts,
-                    tool or "?",
-                    target,
-                    _result_status(result) if result else "missing",
-                    _duration(ts, result),
-                )
+        handler = handlers.get(row[2])
+        if handler is not None:
+            handler(row)
+    ex.out.test_runs.sort(key=lambda t: t.call_seq)
+    return ex.out
+
+
+class _Extraction:
+    """The walk over one session's rows: what has been seen so far."""
+
+    def __init__(self, rows: Sequence[Sequence[Any]]) -> None:
+        self.out = Signals()
+        self.results: dict[str, Sequence[Any]] = {}
+        for row in rows:
+            if row[2] == "tool_result" and row[4] and row[4] not in self.results:
+                self.results[row[4]] = row
+        self.calls: dict[str, Sequence[Any]] = {}
+        self.tested: set[str] = set()
+        self.last_call: Sequence[Any] | None = None
+        self.failed_call: Sequence[Any] | None = None
+        self.unanswered: list[int] = []  # calls without any result since the last intervention
+
+    def result_of(self, row: Sequence[Any]) -> Sequence[Any] | None:
+        return self.results.get(row[4]) if row[4] else None
+
+    def call_of(self, row: Sequence[Any]) -> Sequence[Any] | None:
+        return self.calls.get(row[4]) if row[4] else None
+
+    def tool_call(self, row: Sequence[Any]) -> None:
+        seq, ts, tool, target = row[0], row[1], row[3], row[5] or ""
+        result = self.result_of(row)
+        if row[4]:
+            self.calls[row[4]] = row
+        if result is None:
+            self.unanswered.append(len(self.out.tool_calls))
+        self.out.tool_calls.append(
+            ToolCall(
+                seq,
+                result[0] if result else None,
+                ts,
+                tool or "?",
+                target,
+                _result_status(result) if result else "missing",
+                _duration(ts, result),
             )
-            if failed_call is not None and (tool, target) == (failed_call[3], failed_call[5]):
-                out.markers.append(Marker("retry", seq, failed_call[0], tool))
-            failed_call = None
-            last_call = row
-        elif kind == "tool_result":
-            status = _result_status(row)
-            failed_call = last_call if status == "error" else None
-            call = calls.get(call_id) if call_id else None
-            if row[9] is not None and call_id not in tested:
-                # a test summary in the output of a call not recognised as a test command
-                # (a wrapper script, make): still a test run
-                tested.add(call_id or f"#{seq}")
-                anchor = call or row
-                out.test_runs.append(_test_run(anchor, row, (call or row)[5] or ""))
-        elif kind == "test_run":
-            key = call_id or f"#{seq}"
-            if key in tested:
-                continue
-            tested.add(key)
-            call = calls.get(call_id) if call_id else None
-            out.test_runs.append(_test_run(call or row, result, row[6] or row[5] or ""))
-        elif kind == "edit":
-            path = row[6] or row[5] or ""
-            out.file_operations.append(
-                FileOperation(
-                    seq,
-                    ts,
-                    "write" if tool in WRITE_TOOLS else "edit",
-                    path,
-                    language_of(path) if path else None,
-                    int(row[13] or 0),
-                    int(row[14] or 0),
-                    _result_status(result) if result else None,
-                )
+        )
+        failed = self.failed_call
+        if failed is not None and (tool, target) == (failed[3], failed[5]):
+            self.out.markers.append(Marker("retry", seq, failed[0], tool))
+        self.failed_call = None
+        self.last_call = row
+
+    def tool_result(self, row: Sequence[Any]) -> None:
+        self.failed_call = self.last_call if _result_status(row) == "error" else None
+        if row[9] is not None and row[4] not in self.tested:
+            # a test summary in the output of a call not recognised as a test command (a
+            # wrapper script, make): still a test run
+            self.tested.add(row[4] or f"#{row[0]}")
+            call = self.call_of(row)
+            self.out.test_runs.append(_test_run(call or row, row, (call or row)[5] or ""))
+
+    def test_run(self, row: Sequence[Any]) -> None:
+        key = row[4] or f"#{row[0]}"
+        if key in self.tested:
+            return
+        self.tested.add(key)
+        call = self.call_of(row)
+        command = row[6] or row[5] or ""
+        self.out.test_runs.append(_test_run(call or row, self.result_of(row), command))
+
+    def edit(self, row: Sequence[Any]) -> None:
+        path = row[6] or row[5] or ""
+        result = self.result_of(row)
+        self.out.file_operations.append(
+            FileOperation(
+                row[0],
+                row[1],
+                "write" if row[3] in WRITE_TOOLS else "edit",
+                path,
+                language_of(path) if path else None,
+                int(row[13] or 0),
+                int(row[14] or 0),
+                _result_status(result) if result else None,
             )
-        elif kind == "error":
-            message = row[6] or row[5] or ""
-            fp, _ = error_fingerprint(message)
-            call = calls.get(call_id) if call_id else None
-            out.markers.append(Marker("error", seq, call[0] if call else None, tool, fp, message))
-        elif kind == "human_intervention":
-            out.markers.append(Marker("intervention", seq, None, tool))
-    out.test_runs.sort(key=lambda t: t.call_seq)
-    return out
+        )
+
+    def error(self, row: Sequence[Any]) -> None:
+        message = row[6] or row[5] or ""
+        fp, _ = error_fingerprint(message)
+        call = self.call_of(row)
+        marker = Marker("error", row[0], call[0] if call else None, row[3], fp, message)
+        self.out.markers.append(marker)
+
+    def intervention(self, row: Sequence[Any]) -> None:
+        self.out.markers.append(Marker("intervention", row[0], None, row[3]))
+        # calls left without any result when the user stepped in were interrupted (a Codex
+        # turn_aborted, an Esc while a command ran)
+        for i in self.unanswered:
+            self.out.tool_calls[i] = replace(self.out.tool_calls[i], status="interrupted")
+        self.unanswered.clear()
 
 
 def _test_run(call: Sequence[Any], result: Sequence[Any] | None, command: str) -> TestRun:

@@ -278,13 +278,18 @@ def test_extract_statuses_durations_and_retries() -> None:
             row(7, "tool_result", ts=None, tool="Edit", call_id="c", status="rejected"),
             row(8, "human_intervention", ts=9200),
             row(9, "tool_call", ts=9300, tool="Bash", call_id="d", summary="sleep 100"),
+            row(10, "tool_call", ts=9400, tool="Bash", call_id="e", summary="sleep 200"),
+            row(11, "human_intervention", ts=9900),
+            row(12, "tool_call", ts=9950, tool="Bash", call_id="f", summary="ls"),
         ]
     )
     assert [(c.call_seq, c.result_seq, c.status, c.duration_ms) for c in sig.tool_calls] == [
         (0, 1, "error", 2500),
         (3, 4, "success", 5000),
         (5, 7, "rejected", None),
-        (9, None, "missing", None),
+        (9, None, "interrupted", None),  # the user stepped in (seq 11) before any result
+        (10, None, "interrupted", None),
+        (12, None, "missing", None),
     ]
     # `make check` is not a known test command, but its output carried a pytest summary.
     [run] = sig.test_runs
@@ -307,9 +312,16 @@ def test_extract_statuses_durations_and_retries() -> None:
         ("error", 2, 0),
         ("retry", 3, 0),
         ("intervention", 8, None),
+        ("intervention", 11, None),
     ]
     s = summarize(sig)
-    assert s["tool_calls"]["by_status"] == {"error": 1, "missing": 1, "rejected": 1, "success": 1}
+    assert s["tool_calls"]["by_status"] == {
+        "error": 1,
+        "interrupted": 2,
+        "missing": 1,
+        "rejected": 1,
+        "success": 1,
+    }
     assert s["test_runs"]["last"]["passed"] == 10
     assert s["files"]["by_language"] == {"python": 1}
 
