@@ -139,7 +139,10 @@ async def renormalize(
     started = time.perf_counter()
     by_name = {a.name: a for a in adapters}
     stats = RenormalizeStats()
-    groups = await store.renormalize_groups({n: a.version for n, a in by_name.items()})
+    versions = {n: a.version for n, a in by_name.items()}
+    if not await store.stale_file_count(versions):
+        return stats  # the usual case: one count, no graph (the daemon asks every few minutes)
+    groups = await store.renormalize_groups(versions)
     for group in groups:
         if not group.complete:
             stats.skipped.append(f"{len(group.session_ids)} sessions: {group.why}")
