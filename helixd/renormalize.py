@@ -133,21 +133,29 @@ async def renormalize(
     *,
     max_line_bytes: int = 64 << 20,
     should_stop: Callable[[], bool] | None = None,
+    recheck: bool = False,
 ) -> RenormalizeStats:
     """Rebuild every stale group (see the module docstring); the digests are left to the
-    caller's analyze pass (the sessions are marked changed)."""
+    caller's analyze pass (the sessions are marked changed).  Stale files an earlier pass
+    found it cannot rebuild are not looked at again unless ``recheck``."""
     started = time.perf_counter()
     by_name = {a.name: a for a in adapters}
     stats = RenormalizeStats()
     versions = {n: a.version for n, a in by_name.items()}
-    if not await store.stale_file_count(versions):
-        return stats  # the usual case: one count, no graph (the daemon asks every few minutes)
+    stale = await store.stale_file_count(versions)
+    mark = f"{sorted(versions.items())} {stale}"
+    if not stale or (not recheck and await store.renormalize_skipped_mark() == mark):
+        # the usual case: one count, no graph (the daemon asks every few minutes); or only
+        # files no pass can rebuild are left, as the last pass found
+        return stats
     groups = await store.renormalize_groups(versions)
+    finished = True
     for group in groups:
         if not group.complete:
             stats.skipped.append(f"{len(group.session_ids)} sessions: {group.why}")
             continue
         if should_stop is not None and should_stop():
+            finished = False
             break
         try:
             done = await _replay_group(store, by_name, group, max_line_bytes)
@@ -168,6 +176,10 @@ async def renormalize(
         stats.files += len(group.cursors)
         stats.bytes += done
         stats.session_ids.extend(group.session_ids)
+    if finished and stats.skipped and not stats.retry:
+        # What is still stale now is what no pass can rebuild: remember it.
+        left = await store.stale_file_count(versions)
+        await store.set_renormalize_skipped_mark(f"{sorted(versions.items())} {left}")
     stats.seconds = time.perf_counter() - started
     if stats.groups or stats.skipped:
         log.info("renormalized", **stats.as_dict())

@@ -221,6 +221,12 @@ class Store:
         """Files an older adapter version read (re-normalization would rebuild them)."""
         return await self.run(renorm.stale_file_count, self.db._conn, versions)
 
+    async def renormalize_skipped_mark(self) -> str | None:
+        return await self.run(renorm.skipped_mark, self.db._conn)
+
+    async def set_renormalize_skipped_mark(self, mark: str) -> None:
+        await self.run(renorm.set_skipped_mark, self.db._conn, mark)
+
     async def stored_raw(self, file_id: int) -> renorm.StoredRaw:
         return await self.run(renorm.stored_raw, self.db._conn, file_id)
 

@@ -117,6 +117,22 @@ def stale_file_count(con: sqlite3.Connection, versions: Mapping[str, int]) -> in
     )
 
 
+SKIPPED_KEY: Final = "renormalize_skipped"
+
+
+def skipped_mark(con: sqlite3.Connection) -> str | None:
+    """What the last pass left because it could not rebuild it (see ``set_skipped_mark``)."""
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (SKIPPED_KEY,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def set_skipped_mark(con: sqlite3.Connection, mark: str) -> None:
+    """Remember that the stale files left are the ones no pass can rebuild (their raw lines
+    were evicted): the next pass then costs one count instead of a scan of every event."""
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (SKIPPED_KEY, mark))
+    con.commit()
+
+
 def _stored_whole(con: sqlite3.Connection, c: Cursor) -> bool:
     """The current generation's raw blocks cover ``[0, offset)`` without a gap."""
     at = 0
