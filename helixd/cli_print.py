@@ -1,0 +1,144 @@
+"""How ``helixctl`` prints its documents for a person (``--json`` prints them as they are):
+the ingest summary, a session's digest with its signals, the status document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+def print_summary(s: dict[str, Any]) -> None:
+    click.echo(
+        f"files {s['files']} (read {s['files_read']}, gone {s['files_gone']}), "
+        f"bytes {s['bytes']:,}, sessions {s['sessions']}, events {s['events']:,}, "
+        f"malformed lines {s['malformed_lines']}, unknown records {s['unknown_records']}, "
+        f"secrets redacted {s['redactions']}, digests {s['digests_built']}, "
+        f"{s['seconds']:.2f} s, {s['mb_per_s']:.1f} MB/s"
+    )
+    if not s["roots"]:
+        click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
+    for err in s["errors"]:
+        click.echo(f"warning: {err}", err=True)
+    if s.get("stale_files"):
+        click.echo(
+            f"{s['stale_files']} files were read by an older adapter version:"
+            " `helixctl renormalize` rebuilds them from the stored raw lines"
+            " (the daemon does it by itself when idle)",
+            err=True,
+        )
+
+
+def print_digest(d: dict[str, Any]) -> None:
+    cost = d["cost"]
+    lines = [
+        f"{d['session_uid']}  ({d['flavor']}, {d['repo'] or '?'}, {d['model'] or '?'})",
+        f"  {d['started_at']} -> {d['ended_at']}  outcome {d['outcome']}"
+        + (" (provisional)" if d.get("provisional") else ""),
+        f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
+        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
+        f"  cost ${cost.get('usd', 0):,.4f} (prices of {d.get('price_table_date', '?')})",
+        f"  turns {cost['turns']}, retries {cost['retries']}, events {d['event_count']},"
+        f" wall {cost['wall_clock_s']:.0f} s",
+    ]
+    if d.get("subagents"):
+        total = d["cost_with_subagents"]
+        lines.append(
+            f"  subagents {len(d['subagents'])}; with subagents: in"
+            f" {total['input_tokens']:,} out {total['output_tokens']:,}"
+        )
+    if d.get("parent_uid"):
+        lines.append(f"  parent {d['parent_uid']}")
+    tools = ", ".join(
+        f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(), key=lambda kv: -kv[1])[:8]
+    )
+    if tools:
+        lines.append(f"  tools: {tools}")
+    lines.extend(signal_lines(d))
+    markers = d["markers"]
+    if markers["malformed_lines"] or markers["unknown_records"]:
+        lines.append(
+            f"  malformed lines {markers['malformed_lines']},"
+            f" unknown records {markers['unknown_records']}"
+        )
+    if d["first_prompt"]:
+        lines.append(f"  first prompt: {d['first_prompt'][:160]}")
+    click.echo("\n".join(lines))
+
+
+def signal_lines(d: dict[str, Any]) -> list[str]:
+    """The digest's signals, one line each (digests of schema 1 have none)."""
+    out = []
+    calls = d.get("tool_calls") or {}
+    if calls.get("total"):
+        by = ", ".join(f"{k} {v}" for k, v in calls["by_status"].items())
+        p50 = calls.get("duration_ms_p50")
+        out.append(
+            f"  tool calls {calls['total']}: {by}"
+            + (f"; median {p50 / 1000:.1f} s" if p50 is not None else "")
+        )
+    tests = d.get("test_runs") or {}
+    if tests.get("total"):
+        last = tests["last"]
+        counts = (
+            f" ({last['passed']} passed, {last['failed']} failed, {last['skipped']} skipped)"
+            if last["passed"] is not None
+            else ""
+        )
+        out.append(
+            f"  test runs {tests['total']}; last {last['framework'] or ''} {last['status']}"
+            f"{counts}: {last['command'][:80]}"
+        )
+    files = d.get("files") or {}
+    if files.get("operations"):
+        langs = ", ".join(f"{k} {v}" for k, v in files["by_language"].items())
+        out.append(
+            f"  files {files['paths']} (+{files['lines_added']} -{files['lines_removed']})"
+            + (f": {langs}" if langs else "")
+        )
+    if d.get("outcome_rule"):
+        out.append(f"  outcome rule: {d['outcome_rule']} (confidence {d['outcome_confidence']})")
+    return out
+
+
+def print_status(doc: dict[str, Any]) -> None:
+    d, st = doc["daemon"], doc["store"]
+    if d["running"]:
+        q = d.get("queue") or {}
+        click.echo(
+            f"helixd: running (pid {d['pid']}, version {d.get('version')}, "
+            f"up {d.get('uptime_s', 0):.0f} s), queue {q.get('pending', 0)}"
+        )
+        roots = d.get("roots") or {}
+        for root in roots.get("watched", []):
+            click.echo(f"  watching {root}")
+        for root in roots.get("waiting_for", []):
+            click.echo(f"  waiting for {root}")
+        for name, job in (d.get("jobs") or {}).items():
+            result = "ok" if job.get("ok") else (job.get("error") or "not run yet")
+            click.echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
+    else:
+        click.echo("helixd: not running (what follows is what the store alone can tell)")
+    click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
+    if "files" not in st:
+        click.echo("  no store yet: run `helixctl ingest` or start helixd")
+        return
+    click.echo(
+        f"  files tracked {st['files']} (gone {st['files_gone']}), lines {st['lines']:,},"
+        f" malformed {st['malformed_lines']}, unknown records {st['unknown_records']}"
+    )
+    for agent, a in sorted(st["agents"].items()):
+        click.echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
+    lag = doc["ingest_lag"]
+    click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
+    r = doc["retention"]
+    click.echo(
+        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB of soft cap "
+        f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
+    )
+    loss = st.get("data_loss") or {}
+    if loss.get("sessions"):
+        click.echo(
+            f"  DATA LOSS: {loss['sessions']} un-analyzed sessions ({loss['bytes'] / 1e6:,.1f} MB)"
+            " dropped over the hard cap (see `helixctl evict --help`)"
+        )
