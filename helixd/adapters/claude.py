@@ -28,36 +28,21 @@ import orjson
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.claude_meta import meta_record
+from helixd.adapters.claude_tools import BODY_LIMIT, INTERRUPT_MARKERS, ToolBlocks
 from helixd.adapters.fields import as_int, get_dict, get_str, result_text
-from helixd.adapters.toolkinds import (
-    describe_call,
-    edit_line_counts,
-    edited_path,
-    is_test_command,
-    result_signals,
-    shell_command,
-    shorten,
-)
+from helixd.adapters.toolkinds import shorten
 from helixd.records import BadLine, Event, Parsed, SessionInfo, UsageFact
 from helixd.timeparse import parse_ts
 
 NAME: Final = "claude"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 SYNTHETIC_MODEL: Final = "<synthetic>"
-MAX_PENDING_TOOLS: Final = 256
-BODY_LIMIT: Final = 64 * 1024
 
 # Record types Claude Code writes (formats.md §3.6, §11.1).
 _KNOWN = """user assistant system summary progress queue-operation attachment mode
     file-history-snapshot permission-mode agent-setting agent-name custom-title ai-title
     last-prompt pr-link worktree-state"""
 KNOWN_TYPES: Final = frozenset(_KNOWN.split())
-INTERRUPT_MARKERS: Final = ("[Request interrupted by user", "[Request cancelled by user")
-REJECTION_MARKERS: Final = (
-    "The user doesn't want to proceed",
-    "The user doesn't want to take this action",
-    "User rejected",
-)
 _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
@@ -106,7 +91,7 @@ def file_identity(rel: str) -> tuple[str, str | None, bool]:
     return name[: -len(".jsonl")], None, False
 
 
-class _FileParse:
+class _FileParse(ToolBlocks):
     """Mutable helper for one ``parse`` call; the pure ``parse`` below drives it.
 
     ``obj``, ``ts``, ``offset`` and ``sidechain`` describe the line being handled."""
@@ -229,26 +214,6 @@ class _FileParse:
                 )
             )
 
-    def delegated_tools(self, data: Mapping[str, Any], key: str) -> None:
-        """The tool calls and results of a subagent, copied into this file by
-        ``agent_progress`` records, become side-chain events of this session: a test run or
-        a failing command the subagent ran then shows in this session's signals (the
-        subagent's own file, when there is one, holds them again as its own session's).
-        Their usage is never counted (rule C5)."""
-        if data.get("type") != "agent_progress":
-            return
-        content = get_dict(get_dict(data, "message"), "message").get("content")
-        if not isinstance(content, list):
-            return
-        own, self.sidechain = self.sidechain, True
-        for i, block in enumerate(content):
-            if isinstance(block, dict):
-                if block.get("type") == "tool_use":
-                    self.tool_use(block, f"{key}#p{i}", f"{key}#0")
-                elif block.get("type") == "tool_result":
-                    self.tool_result(block, f"{key}#p{i}", f"{key}#0")
-        self.sidechain = own
-
     def assistant(self, message: Mapping[str, Any], key: str, parent: str | None) -> None:
         model = get_str(message, "model") or None
         usage = get_dict(message, "usage")
@@ -336,53 +301,6 @@ class _FileParse:
             )
         )
 
-    def tool_use(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
-        tool = str(block.get("name") or "tool")
-        args = block.get("input")
-        call_id = get_str(block, "id") or None
-        if call_id:
-            self.pending[call_id] = tool
-            while len(self.pending) > MAX_PENDING_TOOLS:
-                self.pending.pop(next(iter(self.pending)))
-        command = shell_command(tool, args)
-        self.emit(
-            bkey,
-            "tool_call",
-            parent,
-            role="assistant",
-            tool=tool,
-            call_id=call_id,
-            summary=describe_call(tool, args),
-            body=(command or "")[:BODY_LIMIT],
-            payload_size=self.share if args is not None else 0,
-        )
-        path = edited_path(tool, args)
-        if path is not None:
-            added, removed = edit_line_counts(tool, args)
-            self.emit(
-                f"{bkey}:edit",
-                "edit",
-                bkey,
-                role="assistant",
-                tool=tool,
-                call_id=call_id,
-                summary=shorten(path),
-                body=path,
-                lines_added=added,
-                lines_removed=removed,
-            )
-        if command is not None and is_test_command(command):
-            self.emit(
-                f"{bkey}:test",
-                "test_run",
-                bkey,
-                role="assistant",
-                tool=tool,
-                call_id=call_id,
-                summary=shorten(command),
-                body=command,
-            )
-
     def user(self, message: Mapping[str, Any], key: str, parent: str | None) -> None:
         """A user record: tool results become one event each; the typed prompt (text blocks,
         pasted images) becomes one message; a record with no content keeps its place in the
@@ -438,57 +356,6 @@ class _FileParse:
             body=text[:BODY_LIMIT],
             payload_size=self.share if extras else 0,
         )
-
-    def tool_result(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
-        call_id = get_str(block, "tool_use_id") or None
-        tool = self.pending.pop(call_id, None) if call_id else None
-        content = block.get("content")
-        text = result_text(content)
-        is_error = bool(block.get("is_error"))
-        rejected = bool(self.obj.get("toolDenialKind")) or text.lstrip().startswith(
-            REJECTION_MARKERS
-        )
-        typed = self.obj.get("toolUseResult")
-        interrupted = text.startswith(INTERRUPT_MARKERS) or (
-            isinstance(typed, dict) and typed.get("interrupted") is True
-        )
-        self.emit(
-            bkey,
-            "tool_result",
-            parent,
-            role="tool",
-            tool=tool,
-            call_id=call_id,
-            summary=shorten(text),
-            is_error=is_error,
-            payload_size=self.share if content else 0,
-            **result_signals(
-                tool, text, failed=is_error, rejected=rejected, interrupted=interrupted
-            ),
-        )
-        if rejected or text.startswith(INTERRUPT_MARKERS):
-            self.emit(
-                f"{bkey}:human",
-                "human_intervention",
-                bkey,
-                role="user",
-                tool=tool,
-                call_id=call_id,
-                summary=shorten(text),
-                body=text[:BODY_LIMIT],
-            )
-        elif is_error:
-            self.emit(
-                f"{bkey}:error",
-                "error",
-                bkey,
-                role="tool",
-                tool=tool,
-                call_id=call_id,
-                summary=shorten(text),
-                body=text[:4096],
-                is_error=True,
-            )
 
     def finish(self, consumed: int, lines: int) -> Parsed:
         parent_uid = f"{NAME}:{self.parent_native}" if self.parent_native else None
