@@ -377,3 +377,28 @@ def test_lookup_prints_the_signals(db: Path) -> None:
     assert "test runs 6; last pytest failed (383 passed, 3 failed, 0 skipped)" in out
     assert "tool calls 94: error 5, missing 3, success 86" in out
     assert "python 18" in out and "outcome rule:" in out
+
+
+def test_signals_count_in_the_distilled_tier(db: Path) -> None:
+    """The Tier 2 guard (spec §5) sees the signal rows too: they are never evicted."""
+    from helixd.store import evict
+
+    con = sqlite3.connect(db)
+    try:
+        counted = evict.distilled_bytes(con)
+        signal_rows = {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in evict.SIGNAL_ROW_BYTES
+        }
+    finally:
+        con.close()
+    assert signal_rows["tool_calls"] > 100 and signal_rows["file_operations"] > 10
+    signals = sum(n * evict.SIGNAL_ROW_BYTES[t] for t, n in signal_rows.items())
+    digests, usage, sessions = rows(
+        db,
+        "SELECT (SELECT sum(length(json)) FROM digests), (SELECT count(*) FROM usage),"
+        " (SELECT count(*) FROM sessions)",
+    )[0]
+    assert counted == (
+        digests + usage * evict.USAGE_ROW_BYTES + sessions * evict.SESSION_ROW_BYTES + signals
+    )

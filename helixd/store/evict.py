@@ -13,8 +13,8 @@ frees (``tests/test_eviction.py`` checks the two against SQLite's own page accou
 Raw blocks belong to a session through their file (``files.session_id``); blocks of files
 that belong to no session are counted as ``other_bytes`` and never dropped.
 
-Tier 2 (never dropped here): digests JSON plus ``USAGE_ROW_BYTES`` per usage fact and
-``SESSION_ROW_BYTES`` per session.
+Tier 2 (never dropped here): digests JSON plus ``USAGE_ROW_BYTES`` per usage fact,
+``SESSION_ROW_BYTES`` per session and ``SIGNAL_ROW_BYTES`` per signal row.
 """
 
 from __future__ import annotations
@@ -33,6 +33,14 @@ RAW_ROW_OVERHEAD: Final = 1000
 EVENT_ROW_OVERHEAD: Final = 200
 USAGE_ROW_BYTES: Final = 96
 SESSION_ROW_BYTES: Final = 320
+# Signal rows (dbstat on the same store, issue #6): a tool call ~112 bytes, a file operation
+# ~101, an error / retry / intervention ~40; a test run holds its command like a tool call.
+SIGNAL_ROW_BYTES: Final = {
+    "tool_calls": 112,
+    "test_runs": 120,
+    "file_operations": 101,
+    "session_signals": 40,
+}
 APPLY_BATCH: Final = 100
 
 _RAW_BY_SESSION: Final = (
@@ -76,7 +84,11 @@ def distilled_bytes(con: sqlite3.Connection) -> int:
         "SELECT (SELECT coalesce(sum(length(json)), 0) FROM digests),"
         " (SELECT count(*) FROM usage), (SELECT count(*) FROM sessions)"
     ).fetchone()
-    return int(row[0]) + int(row[1]) * USAGE_ROW_BYTES + int(row[2]) * SESSION_ROW_BYTES
+    signals = sum(
+        int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) * size
+        for table, size in SIGNAL_ROW_BYTES.items()
+    )
+    return int(row[0]) + int(row[1]) * USAGE_ROW_BYTES + int(row[2]) * SESSION_ROW_BYTES + signals
 
 
 def _still_analyzed(con: sqlite3.Connection, sid: int) -> bool:
