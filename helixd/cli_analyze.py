@@ -117,9 +117,7 @@ async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await _open_store(settings.store.db, readonly=False)
     try:
-        stats = await run(
-            store, REGISTRY, max_line_bytes=settings.ingest.max_line_bytes, recheck=True
-        )
+        stats = await run(store, REGISTRY, recheck=True)
         now = now_ms()
         built = await digest.analyze(
             store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table

@@ -201,12 +201,7 @@ class Daemon:
         """Low priority: rebuild, group by group, the rows an older adapter version made
         (from the stored raw lines); stops while files wait to be ingested."""
         assert self.store is not None
-        stats = await renormalize(
-            self.store,
-            REGISTRY,
-            max_line_bytes=self.settings.ingest.max_line_bytes,
-            should_stop=self.queue.busy,
-        )
+        stats = await renormalize(self.store, REGISTRY, should_stop=self.queue.busy)
         if stats.groups:
             await self._job_analyze()
         return stats.as_dict()

@@ -19,6 +19,7 @@ the digest (``helixd.signals``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -266,11 +267,14 @@ async def analyze(
     table = table or prices()
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
+        # what was read is what gets analyzed: a change committed after this instant (an
+        # ingest between the read and the save) leaves the session to analyze again
+        read_at = int(time.time() * 1000) - 1
         facts = await store.digest_facts(part)
         saved = []
         for sid, f in facts.items():
             sig = extract(f["signal_rows"])
             d = build(f, now, idle_ms, table, sig)
             saved.append((sid, d, d["provisional"], sig))
-        await store.save_digests(saved, SCHEMA_VERSION)
+        await store.save_digests(saved, SCHEMA_VERSION, read_at)
     return len(ids)

@@ -27,6 +27,7 @@ import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.records import BadLine, Cursor, Parsed
+from helixd.redact import redact
 from helixd.store import Batch, Store
 from helixd.store.renorm import Group, StoredRaw
 from helixd.tailer import read_sidecar
@@ -65,14 +66,20 @@ def walk_order(c: Cursor) -> tuple[str, tuple[str, ...], str]:
     return c.root, tuple(dirs), name
 
 
-def replay_file(
-    adapter: Adapter, c: Cursor, raw: StoredRaw, max_line_bytes: int
-) -> tuple[list[Batch], int]:
+class Unrebuildable(Exception):
+    """A group that no pass can rebuild now (raw lines gone or unreadable, an unknown
+    agent): it keeps its rows and is reported as skipped."""
+
+
+def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     """Batches re-parsing one file's stored raw lines (each generation from byte 0 with a
-    fresh state, as when it was read); returns them and the bytes parsed."""
+    fresh state, as when it was read), ending with the file's own cursor; returns them and
+    the bytes parsed.  Lines kept raw unparsed (over-long) stay bad lines with their
+    recorded reason."""
+    c = raw.cursor
+    assert c is not None
     rel = os.path.relpath(c.path, c.root).replace(os.sep, "/")
-    side = raw.sidecar if raw.sidecar is not None else read_sidecar(adapter.sidecar(c.path))
-    ctx = FileContext(c.path, rel, side)
+    ctx = FileContext(c.path, rel, _sidecar(adapter, c.path, raw.sidecar))
     dctx = zstandard.ZstdDecompressor()
     batches: list[Batch] = []
     parsed_bytes = 0
@@ -114,24 +121,35 @@ def replay_file(
                 replay=True,
             )
         )
-    if not raw.blocks:  # an empty file: only its version moves
-        batches.append(
-            Batch(
-                cursor=replace(c, adapter_version=adapter.version, state={}),
-                start=c.offset,
-                raw=b"",
-                parsed=Parsed(consumed=0, state={}),
-                replay=True,
-            )
+    # The file's own cursor last (its current generation's state: an empty state when that
+    # generation has no stored bytes yet), so an older generation never overwrites it.
+    final = state if generation == c.generation else {}
+    batches.append(
+        Batch(
+            cursor=replace(c, adapter_version=adapter.version, state=final),
+            start=c.offset,
+            raw=b"",
+            parsed=Parsed(consumed=0, state=final),
+            replay=True,
         )
+    )
     return batches, parsed_bytes
+
+
+def _sidecar(adapter: Adapter, path: str, stored: bytes | None) -> bytes | None:
+    """The companion file ingest saw (stored with the cursor).  Stores written before it was
+    kept have none: the file on disk is read then, if it is still there, masked like
+    ingest masks it."""
+    if stored is not None:
+        return stored
+    found = read_sidecar(adapter.sidecar(path))
+    return redact(found)[0] if found else found
 
 
 async def renormalize(
     store: Store,
     adapters: Iterable[Adapter],
     *,
-    max_line_bytes: int = 64 << 20,
     should_stop: Callable[[], bool] | None = None,
     recheck: bool = False,
 ) -> RenormalizeStats:
@@ -158,15 +176,14 @@ async def renormalize(
             finished = False
             break
         try:
-            done = await _replay_group(store, by_name, group, max_line_bytes)
-        except zstandard.ZstdError as exc:
-            # A stored raw block that cannot be read: this group keeps its rows (and is
-            # listed every run), the others go on.
+            done = await _replay_group(store, by_name, group)
+        except (zstandard.ZstdError, Unrebuildable) as exc:
+            # A stored raw block that cannot be read, raw lines evicted meanwhile, an
+            # unknown agent: this group keeps its rows, the others go on.
             where = ", ".join(c.path for c in group.cursors[:3])
-            stats.skipped.append(
-                f"{len(group.session_ids)} sessions: unreadable raw lines ({exc}): {where}"
-            )
-            log.error("renormalize_unreadable", error=str(exc), files=where)
+            why = f"unreadable raw lines ({exc})" if isinstance(exc, zstandard.ZstdError) else exc
+            stats.skipped.append(f"{len(group.session_ids)} sessions: {why}: {where}")
+            log.warning("renormalize_skipped", reason=str(exc), files=where)
             continue
         if done is None:
             stats.retry += 1
@@ -186,22 +203,24 @@ async def renormalize(
     return stats
 
 
-async def _replay_group(
-    store: Store, by_name: dict[str, Adapter], group: Group, max_line_bytes: int
-) -> int | None:
+async def _replay_group(store: Store, by_name: dict[str, Adapter], group: Group) -> int | None:
     batches: list[Batch] = []
-    expect: list[tuple[int, int, int]] = []
+    expect: list[tuple[int, int, int, int]] = []
     parsed = 0
     for c in sorted(group.cursors, key=walk_order):
         assert c.file_id is not None
         adapter = by_name.get(c.agent)
         if adapter is None:
-            return 0  # an agent this build no longer knows: leave its rows alone
+            raise Unrebuildable(f"no adapter for {c.agent!r}: {c.path}")
         raw = await store.stored_raw(c.file_id)
+        if raw.cursor is None:
+            return None  # the file row went away meanwhile: take the graph again
+        if not raw.whole:
+            raise Unrebuildable(f"raw lines incomplete: {c.path}")
         # parsing is pure: a thread keeps the daemon's loop answering meanwhile
-        file_batches, n = await asyncio.to_thread(replay_file, adapter, c, raw, max_line_bytes)
+        file_batches, n = await asyncio.to_thread(replay_file, adapter, raw)
         batches.extend(file_batches)
-        expect.append((c.file_id, c.generation, c.offset))
+        expect.append((c.file_id, raw.cursor.generation, raw.cursor.offset, len(raw.blocks)))
         parsed += n
     ok = await store.replay(group.session_ids, expect, batches)
     return parsed if ok else None

@@ -225,7 +225,10 @@ class _Extraction:
         self.last_call = row
 
     def tool_result(self, row: Sequence[Any]) -> None:
-        self.failed_call = self.last_call if _result_status(row) == "error" else None
+        # the call this result answers failed: the next call repeating it is a retry (with
+        # parallel calls, results come back in any order)
+        if _result_status(row) == "error":
+            self.failed_call = self.call_of(row) or self.last_call
         if row[9] is not None and row[4] not in self.tested:
             # a test summary in the output of a call not recognised as a test command (a
             # wrapper script, make): still a test run

@@ -198,7 +198,7 @@ async def test_a_group_an_ingest_moved_meanwhile_is_not_written(tmp_path: Path) 
         group = next(g for g in await store.renormalize_groups({"claude": 99}) if g.complete)
         c = group.cursors[0]
         assert c.file_id is not None
-        moved = [(c.file_id, c.generation, c.offset - 1)]  # as if an append had landed
+        moved = [(c.file_id, c.generation, c.offset - 1, 1)]  # as if an append had landed
         assert not await store.replay(group.session_ids, moved, [])
     assert snapshot(db) == before
 

@@ -140,7 +140,7 @@ def patch_line_counts(patch: str) -> tuple[int, int]:
     return added, removed
 
 
-TEST_OUTPUT_HEAD: Final = 1 << 20  # test summaries are read from at most this much output
+TEST_OUTPUT_TAIL: Final = 1 << 20  # test summaries are read from the last this much of an output
 # Ingest reads a tool output for test counts only when its last ``SUMMARY_TAIL`` characters
 # hold one of these pieces of a summary line (most outputs hold none: one cheap scan).
 SUMMARY_TAIL: Final = 1024
@@ -198,7 +198,7 @@ def result_signals(
     if text and not rejected and (tool is None or tool in SHELL_TOOLS or tool in DELEGATING_TOOLS):
         tail = text[-SUMMARY_TAIL:]
         found = (
-            parse_counts(text[-TEST_OUTPUT_HEAD:])
+            parse_counts(text[-TEST_OUTPUT_TAIL:])
             if _SUMMARY_SEARCH.find_matches_as_indexes(tail)
             else None
         )

@@ -156,10 +156,13 @@ class Store:
         self,
         digests: Sequence[tuple[int, dict[str, Any], bool, Signals | None]],
         schema_version: int,
+        analyzed_at: int | None = None,
     ) -> None:
         """Save ``(session_id, digest, provisional, signals)`` in one transaction (``None``
-        signals: keep the stored ones)."""
-        await self.run(self._writer.save_digests, digests, schema_version, now_ms())
+        signals: keep the stored ones).  ``analyzed_at``: when the facts they were built
+        from were read (a change committed after that is then analyzed again)."""
+        now = now_ms()
+        await self.run(self._writer.save_digests, digests, schema_version, now, analyzed_at or now)
 
     async def checkpoint(self) -> None:
         await self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -231,7 +234,7 @@ class Store:
         return await self.run(renorm.stored_raw, self.db._conn, file_id)
 
     async def replay(
-        self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int]], batches: Any
+        self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]], batches: Any
     ) -> bool:
         """Rebuild a group's rows from re-parsed raw lines (``Writer.replay``)."""
         return await self.run(self._writer.replay, session_ids, expect, batches, now_ms())

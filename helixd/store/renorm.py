@@ -37,9 +37,11 @@ class StoredRaw:
     in order; ``oversized`` maps ``(generation, offset)`` of each line kept raw unparsed
     to its recorded reason."""
 
+    cursor: Cursor | None = None  # the file's cursor when its raw lines were read
     blocks: list[tuple[int, int, int, bytes]] = field(default_factory=list)
     oversized: dict[tuple[int, int], str] = field(default_factory=dict)
     sidecar: bytes | None = None
+    whole: bool = False  # the current generation is stored from byte 0 to the cursor
 
 
 class _Union:
@@ -147,9 +149,16 @@ def _stored_whole(con: sqlite3.Connection, c: Cursor) -> bool:
 
 
 def stored_raw(con: sqlite3.Connection, file_id: int) -> StoredRaw:
+    """One file's cursor, raw blocks, oversized lines and sidecar, read in one go (the
+    store's thread runs nothing else meanwhile, so they agree with each other)."""
     raw = StoredRaw()
-    row = con.execute("SELECT sidecar FROM files WHERE id = ?", (file_id,)).fetchone()
-    raw.sidecar = bytes(row[0]) if row and row[0] is not None else None
+    row = con.execute(f"SELECT {_CURSOR_COLS}, sidecar FROM files WHERE id = ?", (file_id,))
+    found = row.fetchone()
+    if found is None:
+        return raw
+    raw.cursor = _cursor(found[:-1])
+    raw.sidecar = bytes(found[-1]) if found[-1] is not None else None
+    raw.whole = _stored_whole(con, raw.cursor)
     for gen, start, end, data in con.execute(
         "SELECT generation, start, end, data FROM raw_blocks WHERE file_id = ?"
         " ORDER BY generation, start",

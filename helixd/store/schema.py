@@ -377,6 +377,12 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         ) WITHOUT ROWID;
         CREATE INDEX session_signals_fingerprint ON session_signals (fingerprint)
             WHERE fingerprint IS NOT NULL;
+
+        -- Event ids only ever grow from here on (helixd/store/writer.py): the highest id
+        -- given so far, including events eviction deleted whose index entries remain.
+        INSERT OR REPLACE INTO meta (key, value)
+            SELECT 'event_id_floor', max(coalesce((SELECT max(id) FROM events), 0),
+                coalesce((SELECT max(id) FROM search_docs), 0));
         """,
     ),
 )

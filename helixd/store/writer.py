@@ -424,33 +424,57 @@ class Writer:
     def replay(
         self,
         session_ids: Sequence[int],
-        expect: Sequence[tuple[int, int, int]],
+        expect: Sequence[tuple[int, int, int, int]],
         batches: Sequence[Batch],
         now: int,
     ) -> bool:
         """Re-normalization of one group of sessions and the files holding their events, in
         one transaction: their events, usage facts, index entries and bad-line records are
         rebuilt from ``batches`` (parsed from the stored raw lines; the raw lines stay).
-        ``expect`` holds each file's ``(id, generation, offset)`` when its raw lines were
-        read: if an ingest moved one since, nothing is written and False is returned."""
+        ``expect`` holds each file's ``(id, generation, offset, raw blocks)`` when its raw
+        lines were read.  The group must still be what was read: if an ingest moved one of
+        its files or added a file holding events of its sessions, or an eviction dropped
+        raw lines meanwhile, nothing is written and False is returned (retry later)."""
         for batch in batches:
             batch.prepare()
         self._begin()
         try:
-            for file_id, generation, offset in expect:
-                row = self.con.execute(
-                    "SELECT generation, offset FROM files WHERE id = ?", (file_id,)
-                ).fetchone()
-                if row is None or (int(row[0]), int(row[1])) != (generation, offset):
-                    self.con.execute("ROLLBACK")
-                    return False
-            self._clear(session_ids, [f for f, _, _ in expect])
+            if not self._unchanged(session_ids, expect):
+                self.con.execute("ROLLBACK")
+                return False
+            self._clear(session_ids, [e[0] for e in expect])
             for batch in batches:
                 self._write(batch, now)
             self._commit()
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
+        return True
+
+    def _unchanged(
+        self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]]
+    ) -> bool:
+        for file_id, generation, offset, blocks in expect:
+            row = self.con.execute(
+                "SELECT generation, offset, (SELECT count(*) FROM raw_blocks WHERE file_id = ?)"
+                " FROM files WHERE id = ?",
+                (file_id, file_id),
+            ).fetchone()
+            if row is None or tuple(int(v) for v in row) != (generation, offset, blocks):
+                return False
+        files = {e[0] for e in expect}
+        for sid in session_ids:
+            stage = self.con.execute("SELECT evict_stage FROM sessions WHERE id = ?", (sid,))
+            found = stage.fetchone()
+            if found is None or int(found[0]) > 0:
+                return False
+            holders = self.con.execute(
+                "SELECT DISTINCT file_id FROM events WHERE session_id = ? AND file_id IS NOT NULL"
+                " UNION SELECT id FROM files WHERE session_id = ?",
+                (sid, sid),
+            )
+            if any(int(f) not in files for (f,) in holders):
+                return False
         return True
 
     def _clear(self, session_ids: Sequence[int], file_ids: Sequence[int]) -> None:
@@ -504,6 +528,7 @@ class Writer:
         digests: Sequence[tuple[int, dict[str, Any], bool, Signals | None]],
         schema_version: int,
         now: int,
+        analyzed_at: int | None = None,
     ) -> None:
         """Digests (and, where given, the signals they were built from) in one transaction.
         A session evicted down to its digest keeps the signals it had."""
@@ -522,7 +547,7 @@ class Writer:
             )
             self.con.executemany(
                 "UPDATE sessions SET analyzed_at = ? WHERE id = ?",
-                [(now, sid) for sid, _, _, _ in digests],
+                [(analyzed_at or now, sid) for sid, _, _, _ in digests],
             )
             self.con.execute("COMMIT")
         except BaseException:
