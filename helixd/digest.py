@@ -268,8 +268,9 @@ async def analyze(
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
         # what was read is what gets analyzed: a change committed after this instant (an
-        # ingest between the read and the save) leaves the session to analyze again
-        read_at = int(time.time() * 1000) - 1
+        # ingest between the read and the save) leaves the session to analyze again (one
+        # committed within the same millisecond after the read waits for the next change)
+        read_at = int(time.time() * 1000)
         facts = await store.digest_facts(part)
         saved = []
         for sid, f in facts.items():
