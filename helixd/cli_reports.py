@@ -38,13 +38,19 @@ def _queries() -> Any:
     """``helixd.store.queries`` without running the store package's ``__init__`` (aiosqlite,
     asyncio, zstandard: about half of a report's 100 ms); the real module when the package
     is loaded already."""
-    name = "helixd.store.queries"
+    return store_module("queries")
+
+
+def store_module(leaf: str) -> Any:
+    """A module of ``helixd/store/`` that imports only the standard library, loaded without
+    the package's ``__init__``."""
+    name = f"helixd.store.{leaf}"
     module = sys.modules.get(name)
     if module is None:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parent / "store" / "queries.py"
+            name, Path(__file__).parent / "store" / f"{leaf}.py"
         )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)

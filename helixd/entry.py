@@ -19,9 +19,32 @@ def main() -> None:
         command = getattr(cli_reports, sys.argv[1])
         command.main(args=sys.argv[2:], prog_name=f"helixctl {sys.argv[1]}", obj={})
         return
+    if sys.argv[1:] in (["ingest"], ["ingest", "--json"]) and _quick_ingest():
+        return
     from helixd.cli import main as cli
 
     cli()
+
+
+def _quick_ingest() -> bool:
+    """``helixctl ingest`` with nothing new (``helixd/cli_rescan.py``); False: run it."""
+    import os
+    from pathlib import Path
+
+    from helixd.cli_rescan import quick_rescan
+
+    summary = quick_rescan(os.environ, Path.home())
+    if summary is None:
+        return False
+    if sys.argv[2:] == ["--json"]:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from helixd.cli_print import print_summary
+
+        print_summary(summary)
+    return True
 
 
 if __name__ == "__main__":

@@ -315,3 +315,36 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     return out
+
+
+# -- quick re-scan (helixd/cli_rescan.py) ------------------------------------------------------
+def rescan_facts(con: sqlite3.Connection, versions: dict[str, int]) -> dict[str, Any]:
+    """What ``helixctl ingest`` needs to tell that it has nothing to do: every file's stat
+    as its cursor recorded it, the migrations applied, whether some session waits for its
+    digest, and how many files an older adapter version read."""
+    files = {
+        path: (size, mtime_ns, ino, dev, gone_at)
+        for path, size, mtime_ns, ino, dev, gone_at in con.execute(
+            "SELECT path, size, mtime_ns, ino, dev, gone_at FROM files"
+        )
+    }
+    migrations = {name for (name,) in con.execute("SELECT name FROM migrations")}
+    waiting = con.execute(
+        "SELECT 1 FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
+        " AND evict_stage < 2 LIMIT 1"
+    ).fetchone()
+    stale = sum(
+        int(
+            con.execute(
+                "SELECT count(*) FROM files WHERE agent = ? AND adapter_version < ?",
+                (agent, version),
+            ).fetchone()[0]
+        )
+        for agent, version in versions.items()
+    )
+    return {
+        "files": files,
+        "migrations": migrations,
+        "waiting": waiting is not None,
+        "stale": stale,
+    }
