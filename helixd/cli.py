@@ -17,32 +17,15 @@ from typing import Any
 import click
 
 from helixd import __version__
+from helixd.cli_common import (
+    EXIT_NOT_FOUND,
+    EXIT_STORE,
+    echo_json,
+    load_settings,
+    open_store,
+    price_table,
+)
 from helixd.cli_print import print_digest, print_status, print_summary
-
-EXIT_NOT_FOUND = 1
-EXIT_USAGE = 2
-EXIT_STORE = 3
-
-
-def _settings(ctx: click.Context) -> Any:
-    from helixd import config
-
-    try:
-        return config.load(ctx.obj.get("config"))
-    except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
-
-
-def _price_table(ctx: click.Context, settings: Any) -> Any:
-    """The price table the config asks for; exit 2 naming the problem when it is bad."""
-    from helixd import config
-
-    try:
-        return config.price_table(settings)
-    except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
 
 
 def _check_agents(ctx: click.Context, agents: tuple[str, ...]) -> None:
@@ -55,13 +38,6 @@ def _check_agents(ctx: click.Context, agents: tuple[str, ...]) -> None:
             raise click.BadParameter(
                 f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
             )
-
-
-def _echo_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -98,17 +74,17 @@ def ingest(
     from helixd.adapters import REGISTRY
     from helixd.config import agent_roots
 
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     _check_agents(ctx, agents)
     chosen = [a for a in REGISTRY if not agents or a.name in agents]
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
     else:
         pairs = agent_roots(settings, chosen, os.environ, Path.home())
-    table = _price_table(ctx, settings)
+    table = price_table(ctx, settings)
     summary = asyncio.run(_ingest(settings, pairs, ingest_mod, table))
     if as_json:
-        _echo_json(summary)
+        echo_json(summary)
     else:
         print_summary(summary)
     ctx.exit(0)
@@ -118,7 +94,7 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any, table: Any) 
     from helixd import digest
     from helixd.store import now_ms
 
-    store = await _open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False)
     try:
         ingestor = ingest_mod.Ingestor(
             store,
@@ -173,16 +149,6 @@ class _progress:
             self.bar.stop()
 
 
-async def _open_store(path: Path, readonly: bool) -> Any:
-    from helixd.store import Store, StoreError
-
-    try:
-        return await Store.open(path, readonly=readonly)
-    except StoreError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        sys.exit(EXIT_STORE)
-
-
 @main.command()
 @click.argument("uid")
 @click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
@@ -190,13 +156,13 @@ async def _open_store(path: Path, readonly: bool) -> Any:
 def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
     """Print one session's digest (no ingest is run).  UID is `agent:<id>`, the bare id,
     or a unique prefix.  Exit 0 when found, 1 when not."""
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     code = asyncio.run(_lookup(settings.store.db, uid, as_json))
     ctx.exit(code)
 
 
 async def _lookup(db: Path, uid: str, as_json: bool) -> int:
-    store = await _open_store(db, readonly=True)
+    store = await open_store(db, readonly=True)
     try:
         matches = await store.find_sessions(uid)
         if not matches:
@@ -214,7 +180,7 @@ async def _lookup(db: Path, uid: str, as_json: bool) -> int:
     finally:
         await store.close()
     if as_json:
-        _echo_json(digest)
+        echo_json(digest)
     else:
         print_digest(digest)
     return 0
@@ -235,11 +201,11 @@ def sessions(
     ctx: click.Context, agent: str | None, limit: int, include_empty: bool, as_json: bool
 ) -> None:
     """List sessions, newest first."""
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     _check_agents(ctx, (agent,) if agent else ())
     rows = asyncio.run(_sessions(settings.store.db, agent, limit, include_empty))
     if as_json:
-        _echo_json(rows)
+        echo_json(rows)
         return
     if not rows:
         click.echo("no sessions in the store yet", err=True)
@@ -259,7 +225,7 @@ async def _sessions(
 ) -> list[dict[str, Any]]:
     from helixd.timeparse import iso
 
-    store = await _open_store(db, readonly=True)
+    store = await open_store(db, readonly=True)
     try:
         rows: list[dict[str, Any]] = await store.sessions(agent, limit, include_empty)
     finally:
@@ -286,13 +252,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
     Exit 0 when the daemon runs, 3 when it does not."""
     from helixd import status as status_mod
 
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     db = settings.store.db
     facts = asyncio.run(_status_facts(db)) if db.exists() else None
     budget = {k: int(v) for k, v in settings.retention.model_dump().items() if k.endswith("bytes")}
     doc = status_mod.gather(db, facts, budget)
     if as_json:
-        _echo_json(doc)
+        echo_json(doc)
     else:
         print_status(doc)
     ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
@@ -320,7 +286,7 @@ def _daemon_request(ctx: click.Context, op: str, wait: float, **fields: Any) -> 
     except DaemonUnavailable as exc:
         click.echo(f"helixctl: {exc}", err=True)
         ctx.exit(EXIT_STORE)
-    _echo_json(reply)
+    echo_json(reply)
     ctx.exit(0 if reply.get("ok") else 1)
 
 

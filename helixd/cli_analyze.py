@@ -22,16 +22,16 @@ def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: boo
     """Rebuild digests and signals: of the sessions named (UID, bare id or unique prefix),
     of every session with --all, else of every session that changed since it was last
     analyzed (and provisional digests now idle long enough to close)."""
-    from helixd.cli import EXIT_NOT_FOUND, _echo_json, _price_table, _settings
+    from helixd.cli_common import EXIT_NOT_FOUND, echo_json, load_settings, price_table
 
-    settings = _settings(ctx)
-    table = _price_table(ctx, settings)
+    settings = load_settings(ctx)
+    table = price_table(ctx, settings)
     summary = asyncio.run(_analyze(settings, uids, every, table))
     if summary.get("unknown"):
         for uid in summary["unknown"]:
             click.echo(f"helixctl: no single session matches {uid!r}", err=True)
     if as_json:
-        _echo_json(summary)
+        echo_json(summary)
     else:
         click.echo(
             f"analyzed {summary['digests']} sessions ({_mb(summary['raw_bytes'])} of raw lines)"
@@ -44,11 +44,11 @@ async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any
     import time
 
     from helixd import digest
-    from helixd.cli import _open_store
+    from helixd.cli_common import open_store
     from helixd.store import now_ms
 
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
-    store = await _open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False)
     try:
         unknown: list[str] = []
         now = now_ms()
@@ -87,12 +87,12 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
     """Rebuild the rows and digests of every session an older adapter version produced,
     from the stored raw lines (the source files may be gone).  Sessions whose raw lines
     were evicted keep their rows and are listed as skipped."""
-    from helixd.cli import _echo_json, _price_table, _settings
+    from helixd.cli_common import echo_json, load_settings, price_table
 
-    settings = _settings(ctx)
-    summary = asyncio.run(_renormalize(settings, _price_table(ctx, settings)))
+    settings = load_settings(ctx)
+    summary = asyncio.run(_renormalize(settings, price_table(ctx, settings)))
     if as_json:
-        _echo_json(summary)
+        echo_json(summary)
     else:
         click.echo(
             f"renormalized {summary['sessions']} sessions in {summary['groups']} groups"
@@ -109,13 +109,13 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
 async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     from helixd import digest, logs
     from helixd.adapters import REGISTRY
-    from helixd.cli import _open_store
+    from helixd.cli_common import open_store
     from helixd.renormalize import renormalize as run
     from helixd.store import now_ms
 
     logs.configure("warning")  # the summary is printed; problems go to stderr
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
-    store = await _open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False)
     try:
         stats = await run(store, REGISTRY, recheck=True)
         now = now_ms()

@@ -18,11 +18,11 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     from helixd import config
     from helixd import doctor as checks
     from helixd.adapters import REGISTRY
-    from helixd.cli import _echo_json, _settings
+    from helixd.cli_common import echo_json, load_settings
     from helixd.cli_install import _resolve_exe, _targets
     from helixd.hooks import state
 
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     roots = [root for _, root in config.agent_roots(settings, REGISTRY, os.environ, Path.home())]
     try:
         targets = _targets((), _resolve_exe(None), create=False)
@@ -39,7 +39,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     )
     doc = checks.summary(result)
     if as_json:
-        _echo_json(doc)
+        echo_json(doc)
     else:
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
         for c in result:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from helixd.adapters.hooktargets import HookTarget
     from helixd.service import Manager
 
-EXIT_USAGE = 2
+from helixd.cli_common import EXIT_USAGE
 
 
 def _exe(name: str, near: str | None = None) -> str | None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-EXIT_USAGE = 2
-EXIT_STORE = 3
+from helixd.cli_common import EXIT_STORE, EXIT_USAGE, echo_json, load_settings, price_table
+
 PERIODS = ("daily", "weekly", "monthly", "session")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -28,10 +28,8 @@ def _db(ctx: click.Context) -> Path:
     env = os.environ.get("HELIX_STORE_DB")
     if env:
         return Path(env).expanduser()
-    from helixd.cli import _settings
-
     ctx.ensure_object(dict)
-    return Path(_settings(ctx).store.db)
+    return Path(load_settings(ctx).store.db)
 
 
 def _queries() -> Any:
@@ -68,13 +66,6 @@ def _connect(ctx: click.Context) -> Any:
         ctx.exit(EXIT_STORE)
 
 
-def _echo_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
-
-
 def _prices(ctx: click.Context) -> Any:
     """The price table: the bundled one, unless a config (file or ``HELIX_PRICES__*``)
     could override it — only then are the (slow) settings loaded."""
@@ -85,14 +76,7 @@ def _prices(ctx: click.Context) -> Any:
         from helixd.pricing import bundled
 
         return bundled()
-    from helixd import config
-    from helixd.cli import _settings
-
-    try:
-        return config.price_table(_settings(ctx))
-    except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(2)
+    return price_table(ctx, load_settings(ctx))
 
 
 def _tz(value: str | None) -> Any:
@@ -181,7 +165,7 @@ def search(
         h["timestamp"] = iso(h["ts"])
         h["score"] = round(-h["score"], 4)  # bm25: lower is better; shown higher-is-better
     if as_json:
-        _echo_json(hits)
+        echo_json(hits)
         return
     if not hits:
         click.echo("no matches", err=True)
@@ -266,7 +250,7 @@ def report(
     finally:
         con.close()
     if as_json:
-        _echo_json(doc)
+        echo_json(doc)
     else:
         from helixd.cli_tables import print_report
 
@@ -349,7 +333,7 @@ def tokens(
         **doc,
     }
     if as_json:
-        _echo_json(result)
+        echo_json(result)
         return
     t = result["total"]
     click.echo(
@@ -375,7 +359,7 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
     """Sessions and spend by agent, repo and model; tool success rates; most-edited
     files; test runs by framework; interventions and errors per session."""
     queries = _queries()
-    from helixd.testruns import test_runner
+    from helixd.testcommands import test_runner
     from helixd.usage_report import COUNTERS, cost
 
     lo = _instant(since, "--since")
@@ -456,7 +440,7 @@ def stats(ctx: click.Context, since: str | None, top: int, as_json: bool) -> Non
         },
     }
     if as_json:
-        _echo_json(doc)
+        echo_json(doc)
     else:
         from helixd.cli_tables import print_stats
 

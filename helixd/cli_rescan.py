@@ -37,6 +37,8 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
         return None
     from helixd.adapters import REGISTRY
     from helixd.cli_reports import store_module
+    from helixd.ingest_stats import IngestStats
+    from helixd.sources import discover
 
     queries = store_module("queries")
     migrations = {name for name, _ in store_module("schema").MIGRATIONS}
@@ -51,61 +53,33 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
     if facts["waiting"] or facts["migrations"] != migrations:
         return None
     known: dict[str, tuple[Any, ...]] = facts["files"]
+    pairs = [(a, root) for a in REGISTRY for root in a.default_roots(environ, home)]
     seen: set[str] = set()
-    roots: list[str] = []
-    for adapter in REGISTRY:
-        for root in adapter.default_roots(environ, home):
-            if root.is_dir():
-                roots.append(str(root))
-                if not _all_unchanged(adapter.matches, str(root), known, seen):
-                    return None
+    found = 0
+    for src in discover(pairs):
+        found += 1
+        try:
+            st = os.stat(src.path)
+        except OSError:
+            continue  # gone since the walk: the check below sends it to the full ingest
+        if not stat_mod.S_ISREG(st.st_mode):
+            continue
+        cursor = known.get(src.path)
+        if cursor is None or cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
+            return None  # new, or changed since its cursor
+        seen.add(src.path)
     for path, (*_, gone_at) in known.items():
         if path not in seen and gone_at is None and not os.path.exists(path):
             return None  # vanished: the full ingest records it
+    summary = IngestStats(files_seen=found, seconds=time.perf_counter() - started).as_dict()
+    roots = sorted({str(root) for _, root in pairs if root.is_dir()})
     return {
-        "files": len(seen),
-        "files_read": 0,
-        "files_gone": 0,
-        "bytes": 0,
-        "lines": 0,
-        "sessions": 0,
-        "events": 0,
-        "malformed_lines": 0,
-        "unknown_records": 0,
-        "redactions": 0,
-        "replaced_files": 0,
-        "errors": [],
-        "seconds": round(time.perf_counter() - started, 3),
-        "mb_per_s": 0.0,
+        **summary,
         "digests_built": 0,
         "store": str(db),
-        "roots": sorted(set(roots)),
+        "roots": roots,
         "stale_files": facts["stale"],
     }
-
-
-def _all_unchanged(
-    matches: Any, root: str, known: dict[str, tuple[Any, ...]], seen: set[str]
-) -> bool:
-    """Walk ``root`` as ``ingest.discover`` does; False at the first file that is new or
-    differs from its cursor (size, mtime, inode, device)."""
-    cut = len(root) + 1
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if path in seen or not matches(path[cut:].replace(os.sep, "/")):
-                continue
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue  # gone since the walk: discover skips it too
-            if not stat_mod.S_ISREG(st.st_mode):
-                continue
-            cursor = known.get(path)
-            if cursor is None or cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
-                return False
-            seen.add(path)
-    return True
 
 
 def _store_path(environ: Mapping[str, str]) -> Path:

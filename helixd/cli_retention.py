@@ -5,44 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-EXIT_NOT_FOUND = 1
-EXIT_USAGE = 2
-EXIT_STORE = 3
+from helixd.cli_common import (
+    EXIT_NOT_FOUND,
+    EXIT_STORE,
+    echo_json,
+    load_settings,
+    open_store,
+    price_table,
+)
+
 MCP_PREFIX = "mcp__"
-
-
-def _settings(ctx: click.Context) -> Any:
-    from helixd import config
-
-    root = ctx.find_root()
-    try:
-        return config.load((root.obj or {}).get("config"))
-    except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
-
-
-def _echo_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
-
-
-async def _open_store(path: Path, readonly: bool) -> Any:
-    from helixd.store import Store, StoreError
-
-    try:
-        return await Store.open(path, readonly=readonly)
-    except StoreError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        sys.exit(EXIT_STORE)
 
 
 @click.command()
@@ -54,16 +31,14 @@ def evict(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     while the raw tier is over its soft cap, and analyzed raw older than raw_max_age_days.
     Digests, usage and sessions are kept.  Prints what goes and why, bytes freed and the
     store file size before and after."""
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     if not settings.store.db.exists():
         click.echo(f"helixctl: no store at {settings.store.db}", err=True)
         ctx.exit(EXIT_STORE)
-    from helixd.cli import _price_table
-
-    table = _price_table(ctx, settings)
+    table = price_table(ctx, settings)
     summary = asyncio.run(_evict(settings, dry_run, table))
     if as_json:
-        _echo_json(summary)
+        echo_json(summary)
     else:
         _print_evict(summary)
     ctx.exit(0)
@@ -75,7 +50,7 @@ async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
     from helixd.store import now_ms
 
     logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
-    store = await _open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False)
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
 
     async def analyze_now() -> int:
@@ -157,7 +132,7 @@ def export_lines(digest: dict[str, Any], store_db: Path) -> list[str]:
 def env(ctx: click.Context, uid: str) -> None:
     """Print the HELIX_* export lines of one session (spec §11.1), for
     `eval "$(helixctl env UID)"`.  Exit 0 found, 1 not found or no digest yet."""
-    settings = _settings(ctx)
+    settings = load_settings(ctx)
     code, lines = asyncio.run(_env(settings.store.db, uid))
     if lines:
         click.echo("\n".join(lines))
@@ -165,7 +140,7 @@ def env(ctx: click.Context, uid: str) -> None:
 
 
 async def _env(db: Path, uid: str) -> tuple[int, list[str]]:
-    store = await _open_store(db, readonly=True)
+    store = await open_store(db, readonly=True)
     try:
         matches = await store.find_sessions(uid)
         if len(matches) != 1:

@@ -323,7 +323,7 @@ class Daemon:
             return
         cursor = await self.store.cursor_for(item)
         stats = await ingestor.ingest_file(src, cursor, self.settings.daemon.max_read_bytes)
-        self._count(stats)
+        self._count_summary(stats.as_dict())
         if stats.events or stats.files_gone:
             await self._job_analyze(INLINE_DIGEST_EVENTS)  # lookups see new lines at once
         if stats.more:
@@ -334,12 +334,6 @@ class Daemon:
         self.totals["bytes_read"] += summary["bytes"]
         self.totals["events"] += summary["events"]
         self.totals["malformed_lines"] += summary["malformed_lines"]
-
-    def _count(self, stats: Any) -> None:
-        self.totals["files_read"] += stats.files_read
-        self.totals["bytes_read"] += stats.bytes_read
-        self.totals["events"] += stats.events
-        self.totals["malformed_lines"] += stats.bad_lines
 
     def snapshot(self) -> dict[str, Any]:
         q = self.queue.statistics()

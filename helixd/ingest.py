@@ -22,13 +22,14 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
-from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters import Chunk, FileContext
+from helixd.ingest_stats import IngestStats
 from helixd.records import BadLine, Cursor, Parsed
 from helixd.redact import redact
+from helixd.sources import Source, discover
 from helixd.store import Batch, Store
 from helixd.tailer import (
     HEAD_BYTES,
@@ -37,82 +38,20 @@ from helixd.tailer import (
     compress_range,
     fingerprint,
     head_of,
+    masked_sidecar,
     read_at,
     read_pieces,
-    read_sidecar,
     resume_offset,
     stat_file,
     unchanged,
 )
 
+__all__ = ["IngestStats", "Ingestor", "Source", "discover"]
+
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A file some adapter claims, found under one of its roots."""
-
-    adapter: Adapter
-    root: str
-    path: str
-    rel: str
-
-
-@dataclass(slots=True)
-class IngestStats:
-    files_seen: int = 0
-    files_read: int = 0
-    files_gone: int = 0
-    bytes_read: int = 0
-    lines: int = 0
-    events: int = 0
-    bad_lines: int = 0
-    unknown_records: int = 0
-    redactions: int = 0
-    replaced: int = 0
-    sessions: set[str] = field(default_factory=set)
-    errors: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    more: bool = False  # a read budget stopped a file before its end
-
-    def as_dict(self) -> dict[str, Any]:
-        mb_s = self.bytes_read / 1e6 / self.seconds if self.seconds else 0.0
-        return {
-            "files": self.files_seen,
-            "files_read": self.files_read,
-            "files_gone": self.files_gone,
-            "bytes": self.bytes_read,
-            "lines": self.lines,
-            "sessions": len(self.sessions),
-            "events": self.events,
-            "malformed_lines": self.bad_lines,
-            "unknown_records": self.unknown_records,
-            "redactions": self.redactions,
-            "replaced_files": self.replaced,
-            "errors": self.errors,
-            "seconds": round(self.seconds, 3),
-            "mb_per_s": round(mb_s, 1),
-        }
-
-
-def discover(roots: Iterable[tuple[Adapter, Path]]) -> Iterator[Source]:
-    """Every file under each existing root that its adapter claims (no symlinked dirs)."""
-    seen: set[str] = set()
-    for adapter, root in roots:
-        if not root.is_dir():
-            continue
-        root_s = str(root)
-        for dirpath, dirnames, filenames in os.walk(root_s):
-            dirnames.sort()
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                rel = os.path.relpath(path, root_s).replace(os.sep, "/")
-                if path not in seen and adapter.matches(rel):
-                    seen.add(path)
-                    yield Source(adapter, root_s, path, rel)
 
 
 @dataclass(slots=True)
@@ -382,7 +321,7 @@ class Ingestor:
             generation=(cursor.generation + replaced) if cursor else 0,
             head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
             head_len=len(head),
-            ctx=FileContext(src.path, src.rel, _masked_sidecar(src.adapter.sidecar(src.path))),
+            ctx=FileContext(src.path, src.rel, masked_sidecar(src.adapter.sidecar(src.path))),
             state={} if replaced or cursor is None else dict(cursor.state),
             offset=offset,
         )
@@ -440,7 +379,7 @@ class Ingestor:
             parsed=parsed,
             redactions=secrets,
             replace_events=src.adapter.whole_file(src.rel),
-            sidecar=run.ctx.sidecar,
+            sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)
 
@@ -496,9 +435,3 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
 
 def _masked(piece: bytes) -> bytes:
     return redact(piece)[0]
-
-
-def _masked_sidecar(path: str | None) -> bytes | None:
-    """The companion file's bytes with secrets masked (they are stored with the cursor)."""
-    data = read_sidecar(path)
-    return _masked(data) if data else data

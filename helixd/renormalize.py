@@ -27,10 +27,9 @@ import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.records import BadLine, Cursor, Parsed
-from helixd.redact import redact
 from helixd.store import Batch, Store
 from helixd.store.renorm import Group, StoredRaw
-from helixd.tailer import read_sidecar
+from helixd.tailer import masked_sidecar
 
 log = structlog.get_logger("helixd.renormalize")
 
@@ -142,8 +141,7 @@ def _sidecar(adapter: Adapter, path: str, stored: bytes | None) -> bytes | None:
     ingest masks it."""
     if stored is not None:
         return stored
-    found = read_sidecar(adapter.sidecar(path))
-    return redact(found)[0] if found else found
+    return masked_sidecar(adapter.sidecar(path))
 
 
 async def renormalize(

@@ -62,15 +62,15 @@ _NOISE = (
 )
 
 
-def error_fingerprint(message: str) -> tuple[str, str]:
-    """``(fingerprint, normalized)``: numbers, paths, hex ids and quoted strings are masked
-    so that the same error with different details groups together."""
+def error_fingerprint(message: str) -> str:
+    """A fingerprint of the error's first line with numbers, paths, hex ids and quoted
+    strings masked, so that the same error with different details groups together."""
     text = message.strip().splitlines()[0] if message.strip() else ""
     norm = text.lower()
     for pattern, repl in _NOISE:
         norm = pattern.sub(repl, norm)
     norm = norm.strip()[:200]
-    return hashlib.blake2b(norm.encode(), digest_size=6).hexdigest(), norm
+    return hashlib.blake2b(norm.encode(), digest_size=6).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +263,7 @@ class _Extraction:
 
     def error(self, row: Sequence[Any]) -> None:
         message = row[6] or row[5] or ""
-        fp, _ = error_fingerprint(message)
+        fp = error_fingerprint(message)
         call = self.call_of(row)
         marker = Marker("error", row[0], call[0] if call else None, row[3], fp, message)
         self.out.markers.append(marker)

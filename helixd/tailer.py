@@ -23,6 +23,7 @@ from typing import BinaryIO, Final
 import zstandard
 
 from helixd.records import Cursor
+from helixd.redact import redact
 
 HEAD_BYTES: Final = 1024
 
@@ -152,6 +153,12 @@ def _line_length(f: BinaryIO, offset: int, size: int) -> int:
 
 
 SIDECAR_MAX: Final = 64 * 1024
+
+
+def masked_sidecar(path: str | None) -> bytes | None:
+    """``read_sidecar`` with secrets masked, as ingest stores it with the cursor."""
+    data = read_sidecar(path)
+    return redact(data)[0] if data else data
 
 
 def read_sidecar(path: str | None) -> bytes | None:

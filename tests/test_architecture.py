@@ -17,6 +17,7 @@ CORE = [
     "adapters",
     "retention",
     "testruns",
+    "testcommands",
     "languages",
     "signals",
 ]

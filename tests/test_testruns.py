@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helixd import testruns
+from helixd import testcommands
 from helixd.testruns import TAIL_CHARS, TestCounts, parse_counts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "testruns"
@@ -461,7 +461,7 @@ COMMANDS = json.loads((FIXTURES / "commands.json").read_text())
 def test_real_commands(row: dict[str, str | None]) -> None:
     command = row["command"]
     assert command is not None
-    assert testruns.test_runner(command) == row["runner"]
+    assert testcommands.test_runner(command) == row["runner"]
 
 
 RUNNERS = [
@@ -553,9 +553,9 @@ RUNNERS = [
 
 @pytest.mark.parametrize(("command", "expected"), RUNNERS)
 def test_runner_table(command: str, expected: str | None) -> None:
-    assert testruns.test_runner(command) == expected
+    assert testcommands.test_runner(command) == expected
 
 
 def test_the_first_runner_in_a_compound_command_wins() -> None:
-    assert testruns.test_runner("cargo test && pytest") == "cargo"
-    assert testruns.test_runner("cat <<EOF > x\ngo test\nEOF\npytest -q") == "pytest"
+    assert testcommands.test_runner("cargo test && pytest") == "cargo"
+    assert testcommands.test_runner("cat <<EOF > x\ngo test\nEOF\npytest -q") == "pytest"

@@ -9,7 +9,7 @@ state carries them across reads, at most ``MAX_PENDING_TOOLS``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from helixd.adapters.fields import get_dict, get_str, result_text
 from helixd.adapters.toolkinds import (
@@ -32,18 +32,28 @@ REJECTION_MARKERS: Final = (
 )
 
 
-class ToolBlocks:
-    """Tool calls and results of the line being handled."""
+class _Line(Protocol):
+    """What the tool blocks need from the parse state (``claude._FileParse``)."""
 
     pending: dict[str, str]
     obj: Mapping[str, Any]
     sidechain: bool
     share: int
 
-    def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None:
-        raise NotImplementedError
+    def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None: ...
 
-    def delegated_tools(self, data: Mapping[str, Any], key: str) -> None:
+    def tool_use(self: _Line, block: Mapping[str, Any], bkey: str, parent: str | None) -> None: ...
+
+    def tool_result(
+        self: _Line, block: Mapping[str, Any], bkey: str, parent: str | None
+    ) -> None: ...
+
+
+class ToolBlocks:
+    """Tool calls and results of the line being handled (a mixin: ``self`` is the parse
+    state, see ``_Line``)."""
+
+    def delegated_tools(self: _Line, data: Mapping[str, Any], key: str) -> None:
         """The tool calls and results of a subagent, copied into this file by
         ``agent_progress`` records, become side-chain events of this session: a test run or
         a failing command the subagent ran then shows in this session's signals (the
@@ -63,7 +73,7 @@ class ToolBlocks:
                     self.tool_result(block, f"{key}#p{i}", f"{key}#0")
         self.sidechain = own
 
-    def tool_use(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
+    def tool_use(self: _Line, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
         tool = str(block.get("name") or "tool")
         args = block.get("input")
         call_id = get_str(block, "id") or None
@@ -110,7 +120,7 @@ class ToolBlocks:
                 body=command,
             )
 
-    def tool_result(self, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
+    def tool_result(self: _Line, block: Mapping[str, Any], bkey: str, parent: str | None) -> None:
         call_id = get_str(block, "tool_use_id") or None
         tool = self.pending.pop(call_id, None) if call_id else None
         content = block.get("content")

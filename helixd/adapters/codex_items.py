@@ -28,8 +28,6 @@ from helixd.adapters.toolkinds import (
 from helixd.records import Role, SessionInfo
 
 BODY_LIMIT: Final = 64 * 1024
-_TEST_WORDS: Final = ("test", "tox", "nox", "jest", "mocha", "ava", "cypress", "rspec",
-                      "phpunit", "check")  # fmt: skip
 MAX_PENDING: Final = 256
 # Tool-call items and the field holding their arguments.
 CALL_ITEMS: Final = {
@@ -86,11 +84,6 @@ ECHO_EVENTS: Final = frozenset({
     "background_event", "session_configured", "shutdown_complete", "request_user_input",
     "exec_approval_request", "apply_patch_approval_request"
 })  # fmt: skip
-
-
-def short(text: str, limit: int = 200) -> str:
-    """``shorten`` that looks only at the start of a long text."""
-    return shorten(text[: limit * 2], limit)
 
 
 def texts(blocks: Any) -> str:
@@ -152,11 +145,6 @@ def _exit_status(out: Any, item: Mapping[str, Any]) -> tuple[str, bool]:
     return out, failed
 
 
-def _maybe_test(command: str) -> bool:
-    """A cheap superset of ``is_test_command``: one of the words its pattern needs."""
-    return any(word in command for word in _TEST_WORDS)
-
-
 def _patch_paths(text: str) -> list[str]:
     paths = []
     for line in text.splitlines():
@@ -209,7 +197,7 @@ class ItemMapper(UsageMapper):
             self.emit(
                 "thinking",
                 role="assistant",
-                summary=short(text) or "[reasoning]",
+                summary=shorten(text) or "[reasoning]",
                 payload=text.encode("utf-8", "replace") or None,
             )
         elif itype in CALL_ITEMS:
@@ -224,13 +212,13 @@ class ItemMapper(UsageMapper):
             self.emit(
                 "lifecycle",
                 role="system",
-                summary=short(f"agent message {who}"),
+                summary=shorten(f"agent message {who}"),
                 body=text[:BODY_LIMIT],
             )
         elif itype not in SILENT_ITEMS:
             self.unknown(f"response_item:{itype}")
             self.emit(
-                "unknown", role="system", summary=short(f"response_item {itype}"), payload=dump(p)
+                "unknown", role="system", summary=shorten(f"response_item {itype}"), payload=dump(p)
             )
 
     def message(self, p: Mapping[str, Any]) -> None:
@@ -238,7 +226,7 @@ class ItemMapper(UsageMapper):
         if role == "assistant":
             self.worked()
             self.emit(
-                "assistant_msg", role="assistant", summary=short(text), body=text[:BODY_LIMIT]
+                "assistant_msg", role="assistant", summary=shorten(text), body=text[:BODY_LIMIT]
             )
             return
         kind = "lifecycle"
@@ -246,7 +234,7 @@ class ItemMapper(UsageMapper):
             kind = "human_intervention" if self.st.get("turn") == 2 else "user_msg"
         elif role != "user" and self.st.get("turn") == 2:
             self.st["turn"] = 1  # injected instructions (a resume): the agent starts over
-        summary = short(text) if kind != "lifecycle" else short(f"[{role}] {text}", 120)
+        summary = shorten(text) if kind != "lifecycle" else shorten(f"[{role}] {text}", 120)
         self.emit(
             kind,
             role="user" if role == "user" else "system",
@@ -277,7 +265,9 @@ class ItemMapper(UsageMapper):
         elif command and "*** Begin Patch" in command:
             patch = command
         paths = _patch_paths(patch) if patch else []
-        summary = short(f"apply_patch: {', '.join(paths)}") if paths else describe_call(tool, args)
+        summary = (
+            shorten(f"apply_patch: {', '.join(paths)}") if paths else describe_call(tool, args)
+        )
         self.emit(
             "tool_call",
             role="assistant",
@@ -295,19 +285,19 @@ class ItemMapper(UsageMapper):
                 role="assistant",
                 tool=tool,
                 call_id=call_id,
-                summary=short(", ".join(paths) or tool),
+                summary=shorten(", ".join(paths) or tool),
                 body="\n".join(paths),
                 lines_added=added,
                 lines_removed=removed,
             )
-        elif command and _maybe_test(command) and is_test_command(command):
+        elif command and is_test_command(command):
             self.emit(
                 "test_run",
                 ":test",
                 role="assistant",
                 tool=tool,
                 call_id=call_id,
-                summary=short(command),
+                summary=shorten(command),
                 body=command[:BODY_LIMIT],
             )
 
@@ -321,7 +311,7 @@ class ItemMapper(UsageMapper):
             role="tool",
             tool=tool,
             call_id=call_id,
-            summary=short(text),
+            summary=shorten(text),
             is_error=failed,
             payload=dump(out) if out is not None else None,
             **result_signals(tool, text, failed=failed),
@@ -333,7 +323,7 @@ class ItemMapper(UsageMapper):
                 role="tool",
                 tool=tool,
                 call_id=call_id,
-                summary=short(text) or f"{tool or 'tool'} failed",
+                summary=shorten(text) or f"{tool or 'tool'} failed",
                 body=text[:4096],
                 is_error=True,
             )
@@ -374,7 +364,7 @@ class ItemMapper(UsageMapper):
         self.emit(
             kind,
             role="system",
-            summary=short(summary, 150),
+            summary=shorten(summary, 150),
             body=body[:BODY_LIMIT],
             is_error=kind == "error",
         )
@@ -385,7 +375,7 @@ class ItemMapper(UsageMapper):
                 "error",
                 ":error",
                 role="system",
-                summary=short(text or "turn failed"),
+                summary=shorten(text or "turn failed"),
                 body=text[:4096],
                 is_error=True,
             )

@@ -7,7 +7,8 @@ from typing import Any, Final
 
 from ahocorasick_rs import AhoCorasick
 
-from helixd.testruns import parse_counts, test_runner
+from helixd.testcommands import test_runner
+from helixd.testruns import parse_counts
 
 EDIT_TOOLS: Final = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "replace", "edit"}
@@ -140,7 +141,6 @@ def patch_line_counts(patch: str) -> tuple[int, int]:
     return added, removed
 
 
-TEST_OUTPUT_TAIL: Final = 1 << 20  # test summaries are read from the last this much of an output
 # Ingest reads a tool output for test counts only when its last ``SUMMARY_TAIL`` characters
 # hold one of these pieces of a summary line (most outputs hold none: one cheap scan).
 SUMMARY_TAIL: Final = 1024
@@ -197,11 +197,7 @@ def result_signals(
     tests = None
     if text and not rejected and (tool is None or tool in SHELL_TOOLS or tool in DELEGATING_TOOLS):
         tail = text[-SUMMARY_TAIL:]
-        found = (
-            parse_counts(text[-TEST_OUTPUT_TAIL:])
-            if _SUMMARY_SEARCH.find_matches_as_indexes(tail)
-            else None
-        )
+        found = parse_counts(text) if _SUMMARY_SEARCH.find_matches_as_indexes(tail) else None
         if found is not None:
             tests = (found.runner, found.passed, found.failed, found.skipped)
     return {"status": status, "tests": tests}

@@ -20,7 +20,7 @@ from typing import Any, Self, TypeVar
 import aiosqlite
 
 from helixd.signals import Signals
-from helixd.store import evict, facts, reader, renorm, writer
+from helixd.store import evict, facts, queries, reader, renorm, replay_write, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
@@ -222,7 +222,7 @@ class Store:
 
     async def stale_file_count(self, versions: dict[str, int]) -> int:
         """Files an older adapter version read (re-normalization would rebuild them)."""
-        return await self.run(renorm.stale_file_count, self.db._conn, versions)
+        return await self.run(queries.stale_file_count, self.db._conn, versions)
 
     async def renormalize_skipped_mark(self) -> str | None:
         return await self.run(renorm.skipped_mark, self.db._conn)
@@ -237,7 +237,9 @@ class Store:
         self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]], batches: Any
     ) -> bool:
         """Rebuild a group's rows from re-parsed raw lines (``Writer.replay``)."""
-        return await self.run(self._writer.replay, session_ids, expect, batches, now_ms())
+        return await self.run(
+            replay_write.replay, self._writer, session_ids, expect, batches, now_ms()
+        )
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:

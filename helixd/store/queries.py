@@ -38,6 +38,11 @@ _HIT_NAMES: Final = (
 )
 
 
+# A session whose digest is missing or older than its last change (and whose events are
+# still stored, so that it can be rebuilt).
+DIGEST_DUE: Final = "(analyzed_at IS NULL OR changed_at > analyzed_at) AND evict_stage < 2"
+
+
 class QueryError(ValueError):
     """The query cannot run as written (an FTS5 syntax error, say); the message says why."""
 
@@ -329,11 +334,18 @@ def rescan_facts(con: sqlite3.Connection, versions: dict[str, int]) -> dict[str,
         )
     }
     migrations = {name for (name,) in con.execute("SELECT name FROM migrations")}
-    waiting = con.execute(
-        "SELECT 1 FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
-        " AND evict_stage < 2 LIMIT 1"
-    ).fetchone()
-    stale = sum(
+    waiting = con.execute(f"SELECT 1 FROM sessions WHERE {DIGEST_DUE} LIMIT 1").fetchone()
+    return {
+        "files": files,
+        "migrations": migrations,
+        "waiting": waiting is not None,
+        "stale": stale_file_count(con, versions),
+    }
+
+
+def stale_file_count(con: sqlite3.Connection, versions: dict[str, int]) -> int:
+    """Files an older adapter version read (re-normalization would rebuild them)."""
+    return sum(
         int(
             con.execute(
                 "SELECT count(*) FROM files WHERE agent = ? AND adapter_version < ?",
@@ -342,9 +354,3 @@ def rescan_facts(con: sqlite3.Connection, versions: dict[str, int]) -> dict[str,
         )
         for agent, version in versions.items()
     )
-    return {
-        "files": files,
-        "migrations": migrations,
-        "waiting": waiting is not None,
-        "stale": stale,
-    }

@@ -9,6 +9,7 @@ import aiosqlite
 import orjson
 
 from helixd.records import Cursor
+from helixd.store.queries import DIGEST_DUE
 
 _CURSOR_COLS: Final = (
     "id, path, agent, root, dev, ino, size, mtime_ns, offset, head_hash, head_len, generation,"
@@ -111,10 +112,7 @@ _NOT_EMPTIED: Final = "evict_stage < 2"
 
 
 async def changed_since_analysis(db: aiosqlite.Connection) -> list[int]:
-    async with db.execute(
-        "SELECT id FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
-        f" AND {_NOT_EMPTIED}"
-    ) as cur:
+    async with db.execute(f"SELECT id FROM sessions WHERE {DIGEST_DUE}") as cur:
         return [int(r[0]) for r in await cur.fetchall()]
 
 
@@ -205,8 +203,7 @@ async def sessions_to_analyze(
     ``max_events``, only sessions that small (a digest costs O(session))."""
     limit = "" if max_events is None else f" AND events <= {int(max_events)}"
     async with db.execute(
-        "SELECT id FROM sessions WHERE (analyzed_at IS NULL OR changed_at > analyzed_at)"
-        f" AND {_NOT_EMPTIED}{limit}"
+        f"SELECT id FROM sessions WHERE {DIGEST_DUE}{limit}"
         " UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
         " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)"
         f" AND s.{_NOT_EMPTIED}",

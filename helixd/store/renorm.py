@@ -107,18 +107,6 @@ def groups(con: sqlite3.Connection, versions: Mapping[str, int]) -> list[Group]:
     return out
 
 
-def stale_file_count(con: sqlite3.Connection, versions: Mapping[str, int]) -> int:
-    return sum(
-        int(
-            con.execute(
-                "SELECT count(*) FROM files WHERE agent = ? AND adapter_version < ?",
-                (agent, version),
-            ).fetchone()[0]
-        )
-        for agent, version in versions.items()
-    )
-
-
 SKIPPED_KEY: Final = "renormalize_skipped"
 
 

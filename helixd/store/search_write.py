@@ -106,9 +106,29 @@ class SearchIndexWriter:
                 f" WHERE e.session_id = ? AND e.ekey IN ({marks})",
                 (session_id, *part),
             ).fetchall()
-            olds = [(i, search_doc(k, s, b)) for i, k, s, b in rows]
-            self.con.executemany(
-                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
-                [(i, t) for i, t in olds if t],
-            )
-            self.con.executemany("DELETE FROM search_docs WHERE id = ?", [(i,) for i, _ in olds])
+            self._delete(rows)
+            self.con.executemany("DELETE FROM search_docs WHERE id = ?", [(r[0],) for r in rows])
+
+    def forget_sessions(self, session_ids: Sequence[int]) -> None:
+        """Remove every index entry of these sessions' events (re-normalization rebuilds
+        them).  A thinking block's text was index-only, so it cannot be deleted by text:
+        its entry is left unreachable (its ``search_docs`` row goes, and event ids are never
+        reused)."""
+        for sid in session_ids:
+            rows = self.con.execute(
+                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
+                " JOIN search_docs d ON d.id = e.id WHERE e.session_id = ?",
+                (sid,),
+            ).fetchall()
+            self._delete([r for r in rows if r[1] != "thinking"])
+        self.con.executemany(
+            "DELETE FROM search_docs WHERE session_id = ?", [(i,) for i in session_ids]
+        )
+
+    def _delete(self, rows: Sequence[tuple[int, str, str, str | None]]) -> None:
+        """A contentless index deletes an entry by the exact text it indexed, rebuilt here
+        from the event row ``(id, kind, summary, body)``."""
+        self.con.executemany(
+            "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
+            [(i, t) for i, k, s, b in rows if (t := search_doc(k, s, b))],
+        )

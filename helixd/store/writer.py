@@ -183,7 +183,7 @@ class Writer:
         self.next_id = 0
         self.first_id = 0
 
-    def _begin(self) -> None:
+    def begin(self) -> None:
         self.con.execute("BEGIN IMMEDIATE")
         row = self.con.execute(
             "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
@@ -193,7 +193,7 @@ class Writer:
         self.next_id = int(row[0]) + 1
         self.first_id = self.next_id
 
-    def _commit(self) -> None:
+    def commit_transaction(self) -> None:
         if self.next_id != self.first_id:
             self.con.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -209,24 +209,23 @@ class Writer:
         one commit, and a crash still leaves each batch's records and cursor together."""
         for batch in batches:
             batch.prepare()
-        self._begin()
+        self.begin()
         try:
-            ids = [self._write(batch, now) for batch in batches]
-            self._commit()
+            ids = [self.write_batch(batch, now) for batch in batches]
+            self.commit_transaction()
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         return ids
 
-    def _write(self, batch: Batch, now: int) -> int:
+    def write_batch(self, batch: Batch, now: int) -> int:
         c, p = batch.cursor, batch.parsed
         file_id = self._upsert_file(c, now, batch.replay)
         own_uid = (
             p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
         )
         ids = self._upsert_sessions(p, c, own_uid, now)
-        batch.prepare()
-        assert batch.rows is not None
+        assert batch.rows is not None, "Batch.prepare() runs before a batch is written"
         self._insert_events(batch.rows, ids, file_id, now, batch.replace_events)
         if p.usage:
             self.usage.write(p, ids)
@@ -419,93 +418,6 @@ class Writer:
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
             (next_seq, len(rows), messages, now, session_id),
-        )
-
-    def replay(
-        self,
-        session_ids: Sequence[int],
-        expect: Sequence[tuple[int, int, int, int]],
-        batches: Sequence[Batch],
-        now: int,
-    ) -> bool:
-        """Re-normalization of one group of sessions and the files holding their events, in
-        one transaction: their events, usage facts, index entries and bad-line records are
-        rebuilt from ``batches`` (parsed from the stored raw lines; the raw lines stay).
-        ``expect`` holds each file's ``(id, generation, offset, raw blocks)`` when its raw
-        lines were read.  The group must still be what was read: if an ingest moved one of
-        its files or added a file holding events of its sessions, or an eviction dropped
-        raw lines meanwhile, nothing is written and False is returned (retry later)."""
-        for batch in batches:
-            batch.prepare()
-        self._begin()
-        try:
-            if not self._unchanged(session_ids, expect):
-                self.con.execute("ROLLBACK")
-                return False
-            self._clear(session_ids, [e[0] for e in expect])
-            for batch in batches:
-                self._write(batch, now)
-            self._commit()
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        return True
-
-    def _unchanged(
-        self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]]
-    ) -> bool:
-        for file_id, generation, offset, blocks in expect:
-            row = self.con.execute(
-                "SELECT generation, offset, (SELECT count(*) FROM raw_blocks WHERE file_id = ?)"
-                " FROM files WHERE id = ?",
-                (file_id, file_id),
-            ).fetchone()
-            if row is None or tuple(int(v) for v in row) != (generation, offset, blocks):
-                return False
-        files = {e[0] for e in expect}
-        for sid in session_ids:
-            stage = self.con.execute("SELECT evict_stage FROM sessions WHERE id = ?", (sid,))
-            found = stage.fetchone()
-            if found is None or int(found[0]) > 0:
-                return False
-            holders = self.con.execute(
-                "SELECT DISTINCT file_id FROM events WHERE session_id = ? AND file_id IS NOT NULL"
-                " UNION SELECT id FROM files WHERE session_id = ?",
-                (sid, sid),
-            )
-            if any(int(f) not in files for (f,) in holders):
-                return False
-        return True
-
-    def _clear(self, session_ids: Sequence[int], file_ids: Sequence[int]) -> None:
-        sids = [(i,) for i in session_ids]
-        # The index forgets each event by the text it indexed, rebuilt from the row; a
-        # thinking block's text was index-only, so its entry is left unreachable instead
-        # (its ``search_docs`` row goes, and event ids are never reused).
-        for (sid,) in sids:
-            rows = self.con.execute(
-                "SELECT e.id, e.kind, e.summary, e.body FROM events e"
-                " JOIN search_docs d ON d.id = e.id WHERE e.session_id = ?",
-                (sid,),
-            ).fetchall()
-            self.con.executemany(
-                "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
-                [
-                    (i, text)
-                    for i, kind, summary, body in rows
-                    if kind != "thinking" and (text := search_doc(kind, summary, body))
-                ],
-            )
-        self.con.executemany("DELETE FROM search_docs WHERE session_id = ?", sids)
-        self.con.executemany("DELETE FROM events WHERE session_id = ?", sids)
-        self.con.executemany("DELETE FROM usage WHERE session_id = ?", sids)
-        self.con.executemany(
-            "UPDATE sessions SET next_seq = 0, events = 0, messages = 0 WHERE id = ?", sids
-        )
-        fids = [(i,) for i in file_ids]
-        self.con.executemany("DELETE FROM bad_lines WHERE file_id = ?", fids)
-        self.con.executemany(
-            "UPDATE files SET lines = 0, bad_lines = 0, unknown_records = 0 WHERE id = ?", fids
         )
 
     def mark_ended(self, uid: str, now: int) -> bool:
