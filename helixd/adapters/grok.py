@@ -38,13 +38,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
-from urllib.parse import unquote
 
 import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.fields import as_int, dump, get_dict, get_str
+from helixd.adapters.grok_summary import NAME, first_str, parse_summary, session_of, summary_model
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -56,7 +56,6 @@ from helixd.adapters.toolkinds import (
 from helixd.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.timeparse import parse_ts
 
-NAME: Final = "grok"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
@@ -111,24 +110,6 @@ def sidecar(path: str) -> str | None:
     return None
 
 
-def session_of(rel: str) -> tuple[str, str | None]:
-    """``(session uuid, cwd)`` from ``<url-encoded cwd>/<uuid>/<file>``."""
-    parts = rel.split("/")
-    cwd = unquote(parts[-3]) if len(parts) >= 3 else ""
-    absolute = cwd.startswith("/") or (len(cwd) > 2 and cwd[1] == ":" and cwd[2] in "/\\")
-    return parts[-2], (cwd if absolute else None)
-
-
-def first_str(obj: Any, *keys: str) -> str | None:
-    if not isinstance(obj, dict):
-        return None
-    for key in keys:
-        value = obj.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 def block_text(content: Any) -> str:
     """Text of an ACP content block, a list of blocks or ``tool_call`` content items."""
     if isinstance(content, str):
@@ -147,31 +128,6 @@ def block_text(content: Any) -> str:
     return f"[{ctype}]" if isinstance(ctype, str) else ""
 
 
-def summary_info(obj: Mapping[str, Any], uid: str, native: str) -> SessionInfo:
-    """Session facts from ``summary.json`` in either schema (agentsview ``decodeGrokSummary``)."""
-    parent = first_str(obj, "parent_session_id", "parentSessionId")
-    kind = first_str(obj, "session_kind", "sessionKind")
-    times = (parse_ts(obj.get(k)) for k in ("last_active_at", "lastActiveAt", "updated_at"))
-    last = max((t for t in (*times, parse_ts(obj.get("updatedAt"))) if t), default=None)
-    return SessionInfo(
-        uid=uid,
-        agent=NAME,
-        native_id=native,
-        parent_uid=f"{NAME}:{parent}" if parent else None,
-        cwd=first_str(obj.get("info"), "cwd")
-        or first_str(obj, "cwd", "git_root_dir", "gitRootDir"),
-        git_branch=first_str(obj, "head_branch", "headBranch")
-        or first_str(obj.get("git"), "branch"),
-        model=first_str(obj, "current_model_id", "modelId", "model_id"),
-        title=first_str(obj, "generated_title", "session_summary", "summary"),
-        agent_type=(first_str(obj, "agent_name", "agentName") or kind)
-        if kind == "subagent"
-        else None,
-        first_ts=parse_ts(obj.get("created_at")) or parse_ts(obj.get("createdAt")),
-        last_ts=last,
-    )
-
-
 class _Run:
     """Mutable helper for one ``parse`` call of one JSONL session file."""
 
@@ -187,7 +143,7 @@ class _Run:
         self.crc = ""  # checksum of the line being handled (the content part of keys)
         self.model: str | None = state.get("model")
         side = chunk.ctx.sidecar if self.rel.endswith("updates.jsonl") else None
-        self.fallback_model = _summary_model(side) or "grok"
+        self.fallback_model = summary_model(side) or "grok"
         self.info: dict[str, Any] = {}
         self.out = Parsed(consumed=0, state={})
 
@@ -468,26 +424,8 @@ class _Run:
         )
 
 
-def _summary_model(data: bytes | None) -> str | None:
-    try:
-        return first_str(orjson.loads(data), "current_model_id", "modelId") if data else None
-    except orjson.JSONDecodeError:
-        return None
-
-
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _parse_summary(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
-    data = chunk.data
-    obj = jsonl.whole_document(chunk, "summary.json")
-    if isinstance(obj, Parsed):
-        return obj
-    native, cwd = session_of(chunk.ctx.rel)
-    info = summary_info(obj, f"{NAME}:{native}", native)
-    info = replace(info, cwd=info.cwd or cwd)
-    return Parsed(len(data), {}, sessions=[info], lines=1)
 
 
 def _parse_lines(
@@ -510,7 +448,7 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     """Parse one session file (see the module docstring for which and how)."""
     name = chunk.ctx.rel.rsplit("/", 1)[-1]
     if name == "summary.json":
-        return _parse_summary(chunk, state)
+        return parse_summary(chunk, state)
     run = _Run(chunk, state)
     if name == "updates.jsonl":
         return _parse_lines(chunk, run, run.update)

@@ -1,0 +1,80 @@
+"""Grok's ``summary.json`` (the session's metadata, rewritten whole) and what the session
+files share: where a session lives (``<url-encoded cwd>/<uuid>/<file>``) and field helpers
+that accept both of Grok's schemas (snake_case and camelCase)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+from urllib.parse import unquote
+
+import orjson
+
+from helixd.adapters import jsonl
+from helixd.adapters.base import Chunk
+from helixd.records import Parsed, SessionInfo
+from helixd.timeparse import parse_ts
+
+NAME: Final = "grok"
+
+
+def session_of(rel: str) -> tuple[str, str | None]:
+    """``(session uuid, cwd)`` from ``<url-encoded cwd>/<uuid>/<file>``."""
+    parts = rel.split("/")
+    cwd = unquote(parts[-3]) if len(parts) >= 3 else ""
+    absolute = cwd.startswith("/") or (len(cwd) > 2 and cwd[1] == ":" and cwd[2] in "/\\")
+    return parts[-2], (cwd if absolute else None)
+
+
+def first_str(obj: Any, *keys: str) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def summary_info(obj: Mapping[str, Any], uid: str, native: str) -> SessionInfo:
+    """Session facts from ``summary.json`` in either schema (agentsview ``decodeGrokSummary``)."""
+    parent = first_str(obj, "parent_session_id", "parentSessionId")
+    kind = first_str(obj, "session_kind", "sessionKind")
+    times = (parse_ts(obj.get(k)) for k in ("last_active_at", "lastActiveAt", "updated_at"))
+    last = max((t for t in (*times, parse_ts(obj.get("updatedAt"))) if t), default=None)
+    return SessionInfo(
+        uid=uid,
+        agent=NAME,
+        native_id=native,
+        parent_uid=f"{NAME}:{parent}" if parent else None,
+        cwd=first_str(obj.get("info"), "cwd")
+        or first_str(obj, "cwd", "git_root_dir", "gitRootDir"),
+        git_branch=first_str(obj, "head_branch", "headBranch")
+        or first_str(obj.get("git"), "branch"),
+        model=first_str(obj, "current_model_id", "modelId", "model_id"),
+        title=first_str(obj, "generated_title", "session_summary", "summary"),
+        agent_type=(first_str(obj, "agent_name", "agentName") or kind)
+        if kind == "subagent"
+        else None,
+        first_ts=parse_ts(obj.get("created_at")) or parse_ts(obj.get("createdAt")),
+        last_ts=last,
+    )
+
+
+def summary_model(data: bytes | None) -> str | None:
+    try:
+        return first_str(orjson.loads(data), "current_model_id", "modelId") if data else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def parse_summary(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
+    data = chunk.data
+    obj = jsonl.whole_document(chunk, "summary.json")
+    if isinstance(obj, Parsed):
+        return obj
+    native, cwd = session_of(chunk.ctx.rel)
+    info = summary_info(obj, f"{NAME}:{native}", native)
+    info = replace(info, cwd=info.cwd or cwd)
+    return Parsed(len(data), {}, sessions=[info], lines=1)
