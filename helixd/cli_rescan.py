@@ -83,9 +83,7 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
 
 
 def _store_path(environ: Mapping[str, str]) -> Path:
-    value = environ.get("HELIX_STORE_DB")
-    if value:
-        return Path(value).expanduser()
-    import platformdirs
+    from helixd.paths import default_store_path
 
-    return Path(platformdirs.user_data_dir("helix")) / "helix.db"
+    value = environ.get("HELIX_STORE_DB")
+    return Path(value).expanduser() if value else default_store_path()

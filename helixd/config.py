@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import platformdirs
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
@@ -23,7 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from helixd.paths import config_path_in_use
+from helixd.paths import config_path_in_use, default_store_path
 
 APP = "helix"
 _UNITS = {
@@ -65,7 +64,7 @@ class _Section(BaseModel):
 
 class StoreSettings(_Section):
     db: Path = Field(
-        default_factory=lambda: Path(platformdirs.user_data_dir(APP)) / "helix.db",
+        default_factory=default_store_path,
         description="SQLite store path (HELIX_STORE_DB overrides).",
     )
 

@@ -49,6 +49,13 @@ def check_socket_path(path: Path) -> None:
         )
 
 
+def default_store_path() -> Path:
+    """The embedded default store: SQLite in the user's data directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("helix")) / "helix.db"
+
+
 def default_config_path() -> Path:
     import platformdirs
 
