@@ -24,7 +24,6 @@ from pydantic_settings import (
 
 from helixd.paths import config_path_in_use, default_store_path
 
-APP = "helix"
 _UNITS = {
     "": 1,
     "b": 1,
