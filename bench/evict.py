@@ -7,7 +7,7 @@ bytes it freed, and the store file size before and after (the database plus its 
 `ls` sees them).  Usage totals and digest counts are checked unchanged.
 
     .venv/bin/python bench/evict.py /tmp/helix-bench/c1g
-    .venv/bin/python bench/evict.py /tmp/helix-bench/c13 --soft-cap 0
+    .venv/bin/python bench/evict.py /tmp/helix-bench/c13 --soft-cap 0 --expect-shrink-mb 500
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ def main() -> None:
     ap.add_argument("corpus", type=Path, help="corpus HOME (from bench/gen_corpus.py)")
     ap.add_argument("--soft-cap", default="0", help="raw_soft_cap_bytes for the pass")
     ap.add_argument("--store", type=Path, help="reuse this ingested store (copied first)")
+    ap.add_argument(
+        "--expect-shrink-mb",
+        type=float,
+        default=0.0,
+        help="exit 1 unless the store file shrinks at least this much (issue #6: 500)",
+    )
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="helix-evict-"))
@@ -105,6 +111,8 @@ def main() -> None:
             f" pass {out['seconds']:.2f} s, whole process {wall:.2f} s"
         )
         print(f"digests {before[0]}, usage facts {before[2]}: unchanged")
+        if (file_before - file_after) / 1e6 < args.expect_shrink_mb:
+            sys.exit(f"the store shrank less than {args.expect_shrink_mb:,.0f} MB")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
