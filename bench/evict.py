@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-HELIXCTL = [sys.executable, "-m", "helixd.cli"]
+HELIXCTL = [sys.executable, "-m", "helixd.cli.main"]
 
 
 def env_for(home: Path, db: Path, cfg: Path, **extra: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def helixctl() -> list[str]:
     exe = shutil.which("helixctl", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "helixd.entry"]
+    return [exe] if exe else [sys.executable, "-m", "helixd.cli.entry"]
 
 
 def measure(env: dict[str, str], runs: int, payload: bytes) -> list[float]:
@@ -69,7 +69,7 @@ def main() -> None:
         ).encode()
         down = measure(env, max(args.runs // 4, 10), payload)
         daemon = subprocess.Popen(
-            [sys.executable, "-m", "helixd.daemon"],
+            [sys.executable, "-m", "helixd.daemon.app"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -58,7 +58,7 @@ def start(home: Path, db: Path) -> subprocess.Popen[bytes]:
         XDG_CONFIG_HOME=str(home / ".config"),
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "helixd.daemon"],
+        [sys.executable, "-m", "helixd.daemon.app"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

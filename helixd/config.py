@@ -192,7 +192,7 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
 
 def price_table(settings: Settings) -> tuple[str, dict[str, dict[str, float]]]:
     """The price table cost is computed with (``[prices]``), or ConfigError."""
-    from helixd import pricing
+    from helixd.core import pricing
 
     try:
         return pricing.effective(settings.prices.table, settings.prices.overrides())

@@ -86,7 +86,7 @@ def helixctl(home: Path, tmp_path: Path) -> RunCli:
 
     def run(*args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli", *args],
+            [sys.executable, "-m", "helixd.cli.main", *args],
             env=cli_env(home, db, **extra),
             capture_output=True,
             text=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from helixd.adapters import Adapter, Chunk, FileContext
-from helixd.records import Parsed
+from helixd.core.records import Parsed
 from helixd.store.writer import _merge_infos
 
 FIXTURES = Path(__file__).parent / "fixtures"

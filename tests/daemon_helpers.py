@@ -49,7 +49,7 @@ class Helixd:
 
     def start(self, **extra: str) -> Helixd:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "helixd.daemon"],
+            [sys.executable, "-m", "helixd.daemon.app"],
             env={**self.env, **extra},
             cwd=REPO,
             stdout=subprocess.DEVNULL,
@@ -60,7 +60,7 @@ class Helixd:
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "helixd.cli", *args],
+            [sys.executable, "-m", "helixd.cli.main", *args],
             env=self.env,
             cwd=REPO,
             capture_output=True,

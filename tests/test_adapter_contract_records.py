@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
-from helixd.records import EVENT_KINDS, Role
+from helixd.core.records import EVENT_KINDS, Role
 from tests.contract_helpers import samples
 
 CASES = [pytest.param(a, p, rel, id=f"{a.name}:{rel}") for a in REGISTRY for p, rel in samples(a)]

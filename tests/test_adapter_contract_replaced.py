@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
-from helixd.ingest import Ingestor, discover
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import Store
 from tests.contract_helpers import samples
 

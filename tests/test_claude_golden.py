@@ -61,9 +61,9 @@ from typing import Any
 
 import pytest
 
-from helixd import digest
 from helixd.adapters import claude
-from helixd.ingest import Ingestor, discover
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import Store, now_ms
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"

@@ -103,7 +103,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli", *args],
+            [sys.executable, "-m", "helixd.cli.main", *args],
             env=env,
             capture_output=True,
             text=True,
@@ -223,7 +223,7 @@ def test_ingest_of_one_agent_reads_only_its_roots(tmp_path: Path) -> None:
     files = build_home(home)
     env = cli_env(home, tmp_path / "one.db")
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "ingest", "--agent", "gemini", "--json"],
+        [sys.executable, "-m", "helixd.cli.main", "ingest", "--agent", "gemini", "--json"],
         env=env,
         capture_output=True,
         text=True,

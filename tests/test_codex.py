@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from helixd.adapters import codex
 from helixd.adapters.base import Chunk, FileContext
-from helixd.ingest import Ingestor, discover
-from helixd.records import Parsed
+from helixd.core.records import Parsed
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import Store
 from tests.contract_helpers import feed
 

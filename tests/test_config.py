@@ -61,7 +61,7 @@ def test_invalid_config_exits_2_from_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('[ingest]\nchunk_bytes = "lots"\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "--config", str(cfg), "sessions"],
+        [sys.executable, "-m", "helixd.cli.main", "--config", str(cfg), "sessions"],
         env=cli_env(tmp_path, tmp_path / "s.db"),
         capture_output=True,
         text=True,

@@ -49,7 +49,7 @@ def write_corpus(root: Path, files: int = 40, lines: int = 600) -> None:
 def run_ingest(home: Path, db: Path, kill_after: float | None) -> int:
     env = cli_env(home, db, HELIX_INGEST__CHUNK_BYTES="32KiB")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "helixd.cli", "ingest"],
+        [sys.executable, "-m", "helixd.cli.main", "ingest"],
         env=env,
         cwd=REPO,
         stdout=subprocess.DEVNULL,

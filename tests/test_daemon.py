@@ -94,7 +94,7 @@ def test_sigkill_during_a_large_backfill_then_restart_equals_a_clean_run(
     write_corpus(home / ".claude" / "projects", files=40, lines=600)
     clean = tmp_path / "clean.db"
     subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "ingest"],
+        [sys.executable, "-m", "helixd.cli.main", "ingest"],
         env=cli_env(home, clean),
         cwd=REPO,
         check=True,
@@ -103,7 +103,7 @@ def test_sigkill_during_a_large_backfill_then_restart_equals_a_clean_run(
     )
     daemon.env["HELIX_INGEST__CHUNK_BYTES"] = "32KiB"
     daemon.proc = subprocess.Popen(
-        [sys.executable, "-m", "helixd.daemon"],
+        [sys.executable, "-m", "helixd.daemon.app"],
         env=daemon.env,
         cwd=REPO,
         stdout=subprocess.DEVNULL,
@@ -128,7 +128,7 @@ def test_sigterm_exits_0_within_5_seconds_and_a_second_instance_is_refused(
     (project(home) / f"{SID}.jsonl").write_bytes(line(0))
     daemon.start()
     second = subprocess.run(
-        [sys.executable, "-m", "helixd.daemon"],
+        [sys.executable, "-m", "helixd.daemon.app"],
         env=daemon.env,
         cwd=REPO,
         capture_output=True,
@@ -147,7 +147,7 @@ def test_sigterm_exits_0_within_5_seconds_and_a_second_instance_is_refused(
 def test_helixd_once_does_one_sweep_and_exits(daemon: Helixd, home: Path) -> None:
     (project(home) / f"{SID}.jsonl").write_bytes(line(0) + line(1, "assistant"))
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.daemon", "--once"],
+        [sys.executable, "-m", "helixd.daemon.app", "--once"],
         env=daemon.env,
         cwd=REPO,
         capture_output=True,

@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helixd import doctor
+from helixd.ops import checks as doctor
 from tests.conftest import REPO, cli_env
 from tests.daemon_helpers import Helixd
 
 
 def run_doctor(env: dict[str, str]) -> tuple[int, dict[str, object]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "doctor", "--json"],
+        [sys.executable, "-m", "helixd.cli.main", "doctor", "--json"],
         env=env,
         cwd=REPO,
         capture_output=True,

@@ -18,11 +18,11 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from helixd.cli import main
-from helixd.cli_retention import export_lines
+from helixd.cli.main import main
+from helixd.cli.retention import export_lines
 from helixd.config import RetentionSettings
-from helixd.eviction import evict_pass
-from helixd.retention import Policy, select_evictions
+from helixd.core.retention import Policy, select_evictions
+from helixd.ingest.eviction import evict_pass
 from helixd.store import Store, evict, now_ms
 from tests.conftest import REPO, cli_env, copy_claude_fixtures
 
@@ -35,7 +35,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     copy_claude_fixtures(home)
     db = tmp_path_factory.mktemp("tpl") / "helix.db"
     subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "ingest", "--json"],
+        [sys.executable, "-m", "helixd.cli.main", "ingest", "--json"],
         env=cli_env(home, db),
         check=True,
         capture_output=True,
@@ -185,7 +185,7 @@ async def test_what_is_counted_is_what_a_delete_frees(db: Path) -> None:
 
 
 async def _analyze_all(store: Store) -> None:
-    from helixd import digest
+    from helixd.ingest import digest
 
     now = now_ms()
     await digest.analyze(store, await store.session_ids_changed_since_analysis(), now)
@@ -310,7 +310,7 @@ def test_lookup_reads_the_store_named_by_helix_store_db(
 
     def lookup(store: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "helixd.cli", "lookup", uid, "--json"],
+            [sys.executable, "-m", "helixd.cli.main", "lookup", uid, "--json"],
             env=cli_env(home, store),
             capture_output=True,
             text=True,

@@ -18,10 +18,10 @@ import orjson
 
 from helixd.adapters import grok
 from helixd.adapters.base import Chunk, FileContext
-from helixd.ingest import Ingestor, IngestStats, discover
-from helixd.records import Parsed
+from helixd.core.records import Parsed
+from helixd.core.timeparse import parse_ts
+from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store import Store
-from helixd.timeparse import parse_ts
 from tests.contract_helpers import feed
 
 FIX = Path(__file__).parent / "fixtures" / "grok"

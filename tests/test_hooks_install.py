@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from helixd.cli import main
+from helixd.cli.main import main
 
 HOOKS = Path(__file__).parent / "fixtures" / "hooks"
 EXE = "/opt/helix/bin/helixctl"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from helixd import digest
 from helixd.adapters import claude
-from helixd.ingest import Ingestor, IngestStats, discover
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store import Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
 

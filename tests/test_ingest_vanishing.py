@@ -15,11 +15,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd import digest, ingest, tailer
 from helixd.adapters import claude
-from helixd.ingest import Ingestor, IngestStats, Source, discover
+from helixd.ingest import digest
+from helixd.ingest import pipeline as ingest
+from helixd.ingest.pipeline import Ingestor, IngestStats, Source, discover
+from helixd.sources import tailer
+from helixd.sources.tailer import FileStat
 from helixd.store import Store, now_ms
-from helixd.tailer import FileStat
 
 SIDS = ("aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002")
 

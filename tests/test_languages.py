@@ -1,10 +1,10 @@
-"""helixd.languages: a file's language from its path."""
+"""helixd.core.languages: a file's language from its path."""
 
 from __future__ import annotations
 
 import pytest
 
-from helixd.languages import language_of
+from helixd.core.languages import language_of
 
 CASES = [
     # extensions

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from helixd.pricing import bundled, with_overrides
+from helixd.core.pricing import bundled, with_overrides
 from tests.conftest import FIXTURES, RunCli
 
 SESSION = "1af7fc5e-8455-4414-9ccd-011d40f70b2a"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from helixd.redact import redact
+from helixd.core.redact import redact
 
 SECRETS = [
     b"sk-ant-api03-" + b"A1b2C3d4" * 6,

@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd import digest
 from helixd.adapters import REGISTRY, Adapter, Chunk
-from helixd.ingest import Ingestor, discover
-from helixd.records import Parsed
-from helixd.renormalize import renormalize
+from helixd.core.records import Parsed
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.renormalize import renormalize
 from helixd.store import Store, now_ms
 from tests.conftest import RunCli
 from tests.daemon_helpers import Helixd, wait_for

@@ -10,10 +10,10 @@ import sqlite3
 from pathlib import Path
 
 from helixd.adapters import REGISTRY
-from helixd.ingest import Ingestor, discover
-from helixd.renormalize import renormalize
-from helixd.retention import Eviction
-from helixd.signals import extract
+from helixd.core.retention import Eviction
+from helixd.core.signals import extract
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.renormalize import renormalize
 from helixd.store import Store, now_ms
 from tests.test_renormalize import FIXTURES, ingest_and_analyze, lay_out, old_version
 
@@ -194,7 +194,7 @@ async def test_a_file_whose_current_generation_is_empty_keeps_its_cursor(tmp_pat
 async def test_a_change_committed_while_a_digest_is_built_is_analyzed_again(tmp_path: Path) -> None:
     """The analyze pass stamps ``analyzed_at`` with the time it read the facts: an ingest
     landing between the read and the save leaves the session to analyze again."""
-    from helixd import digest
+    from helixd.ingest import digest
 
     root = tmp_path / "src" / "p"
     root.mkdir(parents=True)

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from helixd.usage_report import attribute, period_of, price_for, snippet
+from helixd.core.usage_report import attribute, period_of, price_for, snippet
 
 REPO = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"
 CCUSAGE = FIX / "ccusage"
-HELIXCTL = [sys.executable, "-m", "helixd.cli"]
+HELIXCTL = [sys.executable, "-m", "helixd.cli.main"]
 Tokens = tuple[int, int, int, int]
 
 
@@ -395,7 +395,7 @@ def test_the_light_entry_path_answers_like_the_full_cli(claude_db: Path) -> None
     env["HELIX_STORE_DB"] = str(claude_db)
     for args in (["report", "daily", "--json", "-z", "UTC"], ["search", "iconutil", "--json"]):
         light = subprocess.run(
-            [sys.executable, "-m", "helixd.entry", *args],
+            [sys.executable, "-m", "helixd.cli.entry", *args],
             env=env,
             capture_output=True,
             text=True,

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd.cli_rescan import quick_rescan
+from helixd.cli.rescan import quick_rescan
 from tests.conftest import FIXTURES, REPO, cli_env
 
 HELIXCTL = Path(sys.executable).parent / "helixctl"
@@ -31,7 +31,7 @@ def world(home: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def run(env: dict[str, str], *args: str, console: bool = False) -> str:
-    cmd = [str(HELIXCTL)] if console else [sys.executable, "-m", "helixd.cli"]
+    cmd = [str(HELIXCTL)] if console else [sys.executable, "-m", "helixd.cli.main"]
     proc = subprocess.run(
         [*cmd, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=True
     )

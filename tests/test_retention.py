@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.retention import DAY_MS, Plan, Policy, SessionUsage, select_evictions
+from helixd.core.retention import DAY_MS, Plan, Policy, SessionUsage, select_evictions
 from helixd.store import evict
 from helixd.store.schema import MIGRATIONS
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helixd import service
-from helixd.cli import main
+from helixd.cli.main import main
+from helixd.ops import service
 
 REPO = Path(__file__).parent.parent
 HELIXD = str(Path(sys.executable).parent / "helixd")  # real and executable: verify checks it
@@ -135,7 +135,7 @@ def test_service_install_without_systemctl_fails_clearly(tmp_path: Path) -> None
     home.mkdir()
     empty.mkdir()
     env = {**os.environ, "HOME": str(home), "PATH": str(empty)}
-    cmd = [sys.executable, "-m", "helixd.cli", "service", "install", "--manager", "systemd"]
+    cmd = [sys.executable, "-m", "helixd.cli.main", "service", "install", "--manager", "systemd"]
     done = subprocess.run(
         [*cmd, "--helixd", HELIXD], capture_output=True, text=True, env=env, timeout=30
     )

@@ -1,4 +1,4 @@
-"""Signals (``helixd.signals``) on real sessions: test runs with the counts their real pytest
+"""Signals (``helixd.core.signals``) on real sessions: test runs with the counts their real pytest
 output reports, the tool-result status taxonomy, file operations, retries and errors, each
 pointing at the events it came from; plus the pure extraction on constructed rows."""
 
@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd import digest
 from helixd.adapters import REGISTRY
-from helixd.ingest import Ingestor, discover
-from helixd.signals import SIGNAL_COLUMNS, extract, summarize
+from helixd.core.signals import SIGNAL_COLUMNS, extract, summarize
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import Store, now_ms
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -368,7 +368,7 @@ def test_lookup_prints_the_signals(db: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
     env["HELIX_STORE_DB"] = str(db)
     out = subprocess.run(
-        [sys.executable, "-m", "helixd.cli", "lookup", "ae4a1257"],
+        [sys.executable, "-m", "helixd.cli.main", "lookup", "ae4a1257"],
         env=env,
         capture_output=True,
         text=True,

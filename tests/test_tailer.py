@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from helixd.records import Cursor
-from helixd.tailer import fingerprint, resume_offset
+from helixd.core.records import Cursor
+from helixd.sources.tailer import fingerprint, resume_offset
 
 HEAD = b'{"type":"user","uuid":"u1"}\n'
 

@@ -1,4 +1,4 @@
-"""helixd.testruns: test-runner recognition and summary counts.
+"""helixd.core.testruns: test-runner recognition and summary counts.
 
 Real outputs and commands come from the shared corpus (see
 ``tests/fixtures/testruns/README.md``); formats the corpus does not hold are tested with
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helixd import testcommands
-from helixd.testruns import TAIL_CHARS, TestCounts, parse_counts
+from helixd.core import testcommands
+from helixd.core.testruns import TAIL_CHARS, TestCounts, parse_counts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "testruns"
 

@@ -7,9 +7,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from helixd import digest
 from helixd.adapters import REGISTRY
-from helixd.ingest import Ingestor, discover
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import Store, now_ms
 from tests.conftest import FIXTURES
 

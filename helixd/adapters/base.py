@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helixd.records import Parsed
+from helixd.core.records import Parsed
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ from helixd.adapters.claude_meta import meta_record
 from helixd.adapters.claude_tools import BODY_LIMIT, INTERRUPT_MARKERS, ToolBlocks
 from helixd.adapters.fields import as_int, get_dict, get_str, result_text
 from helixd.adapters.toolkinds import shorten
-from helixd.records import BadLine, Event, Parsed, SessionInfo, UsageFact
-from helixd.timeparse import parse_ts
+from helixd.core.records import BadLine, Event, Parsed, SessionInfo, UsageFact
+from helixd.core.timeparse import parse_ts
 
 NAME: Final = "claude"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output

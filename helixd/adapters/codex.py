@@ -45,8 +45,8 @@ from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.codex_items import BODY_LIMIT, ECHO_EVENTS, ItemMapper, texts
 from helixd.adapters.fields import get_dict, get_str
 from helixd.adapters.toolkinds import shorten
-from helixd.records import BadLine, Event, Parsed, Role, SessionInfo
-from helixd.timeparse import parse_ts
+from helixd.core.records import BadLine, Event, Parsed, Role, SessionInfo
+from helixd.core.timeparse import parse_ts
 
 NAME: Final = "codex"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output

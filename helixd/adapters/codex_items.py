@@ -25,7 +25,7 @@ from helixd.adapters.toolkinds import (
     shell_command,
     shorten,
 )
-from helixd.records import Role, SessionInfo
+from helixd.core.records import Role, SessionInfo
 
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING: Final = 256

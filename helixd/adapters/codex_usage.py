@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from helixd.adapters.base import Chunk
 from helixd.adapters.fields import as_int
-from helixd.records import Parsed, UsageFact
+from helixd.core.records import Parsed, UsageFact
 
 USAGE_KEYS: Final = (
     "input_tokens",

@@ -47,8 +47,8 @@ from helixd.adapters.toolkinds import (
     shell_command,
     shorten,
 )
-from helixd.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
-from helixd.timeparse import parse_ts
+from helixd.core.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
+from helixd.core.timeparse import parse_ts
 
 NAME: Final = "gemini"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output

@@ -13,8 +13,8 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
-from helixd.records import Parsed, SessionInfo
-from helixd.timeparse import parse_ts
+from helixd.core.records import Parsed, SessionInfo
+from helixd.core.timeparse import parse_ts
 
 NAME: Final = "grok"
 

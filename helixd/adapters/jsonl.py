@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from helixd.records import BadLine, Parsed
+from helixd.core.records import BadLine, Parsed
 
 if TYPE_CHECKING:
     from helixd.adapters.base import Chunk

@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from ahocorasick_rs import AhoCorasick
 
-from helixd.testcommands import test_runner
-from helixd.testruns import parse_counts
+from helixd.core.testcommands import test_runner
+from helixd.core.testruns import parse_counts
 
 EDIT_TOOLS: Final = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "replace", "edit"}

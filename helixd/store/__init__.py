@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar
 
 import aiosqlite
 
-from helixd.signals import Signals
+from helixd.core.signals import Signals
 from helixd.store import evict, facts, queries, reader, renorm, replay_write, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch

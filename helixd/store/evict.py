@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
 
-from helixd.retention import Eviction, SessionUsage
+from helixd.core.retention import Eviction, SessionUsage
 
 # Page-level costs measured with dbstat on the store of the 1 GB bench corpus: a raw block
 # leaves ~974 bytes of slack (its last overflow page is half empty on average) and an event

@@ -13,7 +13,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from helixd.signals import SIGNAL_KINDS
+from helixd.core.signals import SIGNAL_KINDS
 from helixd.store.reader import SESSION_COLS, session_row
 
 TAIL: Final = 20
@@ -62,7 +62,7 @@ def usage_dict(row: Sequence[Any]) -> dict[str, int]:
 
 
 def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """``{session_id: facts}``; see ``helixd.digest.build`` for the shape it consumes."""
+    """``{session_id: facts}``; see ``helixd.ingest.digest.build`` for the shape it consumes."""
     con.execute("CREATE TEMP TABLE IF NOT EXISTS want (id INTEGER PRIMARY KEY)")
     con.execute("DELETE FROM temp.want")
     con.executemany("INSERT OR IGNORE INTO temp.want (id) VALUES (?)", [(i,) for i in ids])
@@ -183,7 +183,7 @@ def _tail(
     tail: dict[str, list[Any]], conversation: Iterable[tuple[Any, ...]], edits: Iterable[Any]
 ) -> None:
     """The kinds of the session's last ``TAIL`` conversational events, oldest first, and the
-    error flags of the tool results among them (for ``helixd.digest.outcome``).
+    error flags of the tool results among them (for ``helixd.ingest.digest.outcome``).
 
     Three kinds are refined: ``error`` is kept only for the session's own errors (no tool:
     API errors, timeouts, an expired login; not Claude Code's "No response requested."

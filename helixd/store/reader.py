@@ -8,7 +8,7 @@ from typing import Any, Final
 import aiosqlite
 import orjson
 
-from helixd.records import Cursor
+from helixd.core.records import Cursor
 from helixd.store.queries import DIGEST_DUE
 
 _CURSOR_COLS: Final = (

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from helixd.records import Cursor
+from helixd.core.records import Cursor
 from helixd.store.reader import _CURSOR_COLS, _cursor
 
 OVERSIZED_REASON: Final = "line longer than"

@@ -2,7 +2,7 @@
 
 The group's events, usage facts (the summary tables follow by trigger), index entries and
 bad-line records are deleted and written again from batches parsed from the stored raw
-lines (``helixd.renormalize``); the raw lines themselves stay.
+lines (``helixd.ingest.renormalize``); the raw lines themselves stay.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Saving a session's signals (``helixd.signals``) beside its digest, replacing the old set.
+"""Saving a session's signals (``helixd.core.signals``) beside its digest, replacing the old set.
 
 Runs inside the digest transaction of ``Writer.save_digests``.  Signals are Tier 2: they
 stay when the session's raw lines and events are evicted (their ``seq`` pointers then name
@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
-from helixd.signals import Signals
+from helixd.core.signals import Signals
 
 _TABLES: Final = ("tool_calls", "test_runs", "file_operations", "session_signals")
 TARGET_CHARS: Final = 500

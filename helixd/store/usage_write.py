@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
-from helixd.records import Parsed
+from helixd.core.records import Parsed
 from helixd.store.keys import IN_CHUNK, key64
 
 _UPSERT_USAGE: Final = """

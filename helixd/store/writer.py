@@ -20,8 +20,8 @@ from typing import Any, Final
 import orjson
 import zstandard
 
-from helixd.records import Cursor, Event, Parsed, SessionInfo
-from helixd.signals import Signals
+from helixd.core.records import Cursor, Event, Parsed, SessionInfo
+from helixd.core.signals import Signals
 from helixd.store.keys import IN_CHUNK, key64
 from helixd.store.search_write import SearchIndexWriter, search_doc
 from helixd.store.signals_write import replace_signals

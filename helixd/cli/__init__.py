@@ -1,0 +1,1 @@
+"""helixctl: commands and what a person sees."""

@@ -1,0 +1,3 @@
+from helixd.cli.entry import main
+
+main()

@@ -1,0 +1,48 @@
+"""``helixctl doctor``: checks and explains, one line each, with a fix."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Check the daemon, service, hooks, socket, store, watch limit, the agents' own log
+    retention and disk space.  Exit 0 when nothing failed, 1 otherwise."""
+    from helixd import config
+    from helixd.adapters import REGISTRY
+    from helixd.cli.common import echo_json, load_settings
+    from helixd.cli.install import _resolve_exe, _targets
+    from helixd.ops import checks
+    from helixd.ops.hooks import state
+
+    settings = load_settings(ctx)
+    roots = [root for _, root in config.agent_roots(settings, REGISTRY, os.environ, Path.home())]
+    try:
+        targets = _targets((), _resolve_exe(None), create=False)
+        hook_states: list[tuple[str, str, Path]] = [(t.agent, state(t), t.path) for t in targets]
+    except Exception as exc:  # an unreadable settings file must not stop the other checks
+        hook_states = [("hooks", f"unreadable ({exc})", Path("?"))]
+    result = checks.run_all(
+        settings.store.db,
+        roots,
+        hook_states,
+        settings.retention.raw_hard_cap_bytes,
+        os.environ,
+        Path.home(),
+    )
+    doc = checks.summary(result)
+    if as_json:
+        echo_json(doc)
+    else:
+        marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+        for c in result:
+            line = f"[{marks[c.level]}] {c.name}: {c.message}"
+            click.echo(line + (f"\n         fix: {c.fix}" if c.fix else ""))
+    sys.exit(0 if doc["ok"] else 1)

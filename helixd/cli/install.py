@@ -1,0 +1,366 @@
+"""``helixctl hooks …`` and ``helixctl service …``: installing Helix into the agents and the
+service manager.  Imports are light at module level (``helixctl`` imports this module at
+start); the editors load inside the commands.
+
+Exit codes: 0 done (or nothing to do); 2 a file that cannot be parsed (nothing written), an
+unknown agent, or no usable service manager.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from helixd.adapters.hooktargets import HookTarget
+    from helixd.ops.service import Manager
+
+from helixd.cli.common import EXIT_USAGE
+
+
+def _exe(name: str, near: str | None = None) -> str | None:
+    """The absolute path of the ``name`` entry point: next to ``near``, the running program,
+    or the interpreter, else on PATH.  Symlinks are kept (a stable shim survives upgrades)."""
+    candidates = []
+    if near:
+        candidates.append(Path(near).parent / name)
+    if Path(sys.argv[0]).name == name:
+        candidates.append(Path(sys.argv[0]))
+    candidates.append(Path(sys.executable).parent / name)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+    found = shutil.which(name)
+    return os.path.abspath(found) if found else None
+
+
+def _backup_dir(agent: str) -> Path:
+    from helixd.paths import state_dir
+
+    return state_dir() / "backups" / agent
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"helixctl: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _tilde(path: Path, home: Path) -> str:
+    try:
+        return "~/" + path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------- hooks
+
+
+@click.group("hooks")
+def hooks() -> None:
+    """Install, remove or show Helix's hooks in the agents' settings files."""
+
+
+def _targets(agents: tuple[str, ...], exe: str, create: bool) -> list[HookTarget]:
+    from helixd.adapters.hooktargets import TARGETS
+
+    unknown = [a for a in agents if a not in TARGETS]
+    if unknown:
+        _fail(f"unknown agent {unknown[0]!r} (known: {', '.join(TARGETS)})")
+    home = Path.home()
+    out: list[HookTarget] = []
+    for name in agents or tuple(TARGETS):
+        found = TARGETS[name](home, os.environ, exe)
+        if not agents and not found[0].root.is_dir():
+            if create:
+                click.echo(f"{name}: skipped ({_tilde(found[0].root, home)} does not exist)")
+            continue
+        out.extend(found)
+    return out
+
+
+_exe_option = click.option(
+    "--helixctl",
+    "exe",
+    metavar="PATH",
+    default=None,
+    help="helixctl path the hooks run (default: this helixctl, absolute).",
+)
+_agents_argument = click.argument("agents", nargs=-1, metavar="[AGENT]...")
+_dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Print the unified diff of each change; write nothing."
+)
+
+
+def _resolve_exe(exe: str | None) -> str:
+    exe = exe or _exe("helixctl")
+    if exe is None:
+        _fail("cannot find the helixctl executable; pass --helixctl PATH")
+    return os.path.abspath(exe)
+
+
+def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+    from helixd.ops import hooks as hk
+
+    home = Path.home()
+    targets = _targets(agents, _resolve_exe(exe), create=action == "install")
+    changes = []
+    for t in targets:  # parse every file before writing any
+        try:
+            changes.append(hk.plan(t, "install" if action == "install" else "uninstall"))
+        except hk.HookFileError as exc:
+            click.echo(f"helixctl: {t.agent}: {exc}", err=True)
+            if t.comments and action == "install":
+                click.echo(hk.snippet(t), err=True, nl=False)
+            click.echo("helixctl: nothing was written", err=True)
+            sys.exit(EXIT_USAGE)
+    for c in changes:
+        where = f"{c.target.agent}: {_tilde(c.target.path, home)}"
+        if not c.changed:
+            done = "already installed" if action == "install" else "no Helix entries"
+            if c.old is None and c.target.only_if_exists:
+                done = "not present, skipped"
+            click.echo(f"{where}: {done}")
+        elif dry_run:
+            click.echo(f"{where}: would {action}")
+            click.echo(c.diff(), nl=False)
+        else:
+            saved = hk.apply(c, _backup_dir(c.target.agent))
+            extra = f" (backup: {_tilde(saved, home)})" if saved else ""
+            click.echo(f"{where}: {action}ed{extra}")
+            if c.target.note and action == "install":
+                click.echo(f"{c.target.agent}: {c.target.note}")
+
+
+@hooks.command("install")
+@_agents_argument
+@_dry_run_option
+@_exe_option
+def hooks_install(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+    """Add Helix's hook entries (every installed agent when none is named).
+
+    Idempotent; a timestamped backup precedes every write; a file that does not parse is
+    never rewritten (exit 2).
+    """
+    _change_hooks("install", agents, dry_run, exe)
+
+
+@hooks.command("uninstall")
+@_agents_argument
+@_dry_run_option
+@_exe_option
+def hooks_uninstall(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+    """Remove exactly the entries install added; other hooks are untouched."""
+    _change_hooks("uninstall", agents, dry_run, exe)
+
+
+@hooks.command("status")
+@_agents_argument
+@_exe_option
+@click.option("--json", "as_json", is_flag=True, help="One object per file.")
+def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> None:
+    """Per agent file: installed, outdated (Helix entries that differ), absent, unreadable."""
+    from helixd.ops import hooks as hk
+
+    home = Path.home()
+    rows: list[dict[str, Any]] = []
+    for t in _targets(agents, _resolve_exe(exe), create=False):
+        state: str
+        try:
+            state = hk.state(t)
+        except hk.HookFileError as exc:
+            state, error = "unreadable", str(exc)
+        else:
+            error = ""
+        rows.append({"agent": t.agent, "path": str(t.path), "state": state, "error": error})
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        why = f" ({r['error']})" if r["error"] else ""
+        click.echo(f"{r['agent']:<8} {r['state']:<11} {_tilde(Path(r['path']), home)}{why}")
+
+
+# -------------------------------------------------------------------------------------- service
+
+
+@click.group("service")
+def service() -> None:
+    """Install, remove or show the helixd user service (systemd or launchd)."""
+
+
+_manager_option = click.option(
+    "--manager",
+    type=click.Choice(["systemd", "launchd"]),
+    default=None,
+    help="Service manager (default: launchd on macOS, systemd elsewhere).",
+)
+
+
+def _manager(name: str | None) -> Manager:
+    if name == "launchd" or (name is None and sys.platform == "darwin"):
+        return "launchd"
+    return "systemd"
+
+
+def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _fail(f"{' '.join(cmd)}: {exc}")
+    if check and done.returncode != 0:
+        _fail(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done
+
+
+def _preflight(manager: Manager) -> None:
+    """Exit 2 with a hint when the service manager cannot be used here."""
+    tool = "systemctl" if manager == "systemd" else "launchctl"
+    if shutil.which(tool) is None:
+        _fail(
+            f"{tool} not found: no {manager} here. Run `helixd` in the foreground "
+            "(or from your session's startup) instead"
+        )
+    if manager == "systemd":
+        probe = _run(["systemctl", "--user", "show-environment"], check=False)
+        if probe.returncode != 0:
+            _fail(
+                "no systemd user manager reachable (`systemctl --user` failed: "
+                f"{probe.stderr.strip() or probe.returncode}). Log in through a real session "
+                "(not sudo/su), or enable lingering with `loginctl enable-linger $USER`; "
+                "otherwise run `helixd` in the foreground"
+            )
+
+
+def _helixd(path: str | None) -> str:
+    exe = path or _exe("helixd", near=_exe("helixctl"))
+    if exe is None:
+        _fail("cannot find the helixd executable; pass --helixd PATH")
+    return os.path.abspath(exe)
+
+
+_helixd_option = click.option(
+    "--helixd",
+    "helixd_path",
+    metavar="PATH",
+    default=None,
+    help="helixd the service runs (default: the one next to this helixctl).",
+)
+
+
+@service.command("install")
+@_manager_option
+@_dry_run_option
+@_helixd_option
+def service_install(manager: str | None, dry_run: bool, helixd_path: str | None) -> None:
+    """Write the unit files (or the launchd plist) for this user and enable them."""
+    from helixd.ops import service as svc
+    from helixd.ops.hooks import fileedit
+
+    m, home = _manager(manager), Path.home()
+    try:
+        files = svc.render(m, _helixd(helixd_path), home, os.environ)
+    except svc.TemplateMissing as exc:
+        _fail(str(exc))
+    commands = svc.install_commands(m, home, os.getuid())
+    if dry_run:
+        for f in files:
+            old = fileedit.read(f.path)
+            state = "unchanged" if old == f.text else "would write"
+            click.echo(f"{state} {f.path}")
+            click.echo(fileedit.diff(f.path, old, f.text), nl=False)
+        if m == "launchd":
+            click.echo(f"would create {svc.log_dir(home)}")
+        for cmd in commands:
+            click.echo("would run: " + " ".join(cmd))
+        return
+    _preflight(m)
+    if m == "launchd":
+        svc.log_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+    for f in files:
+        if fileedit.read(f.path) != f.text:
+            fileedit.atomic_write(f.path, f.text, new_mode=0o644)
+            click.echo(f"wrote {f.path}")
+        else:
+            click.echo(f"unchanged {f.path}")
+    for i, cmd in enumerate(commands):
+        _run(cmd, check=not (m == "launchd" and i == 0))
+        click.echo("ran: " + " ".join(cmd))
+
+
+@service.command("uninstall")
+@_manager_option
+@_dry_run_option
+def service_uninstall(manager: str | None, dry_run: bool) -> None:
+    """Disable and stop the service, then remove its files."""
+    from helixd.ops import service as svc
+    from helixd.ops.hooks import fileedit
+
+    m, home = _manager(manager), Path.home()
+    paths = (
+        [svc.unit_dir(home, os.environ) / u for u in svc.UNITS]
+        if m == "systemd"
+        else [svc.plist_path(home)]
+    )
+    commands = svc.uninstall_commands(m, os.getuid())
+    after = [["systemctl", "--user", "daemon-reload"]] if m == "systemd" else []
+    if dry_run:
+        for cmd in commands:
+            click.echo("would run: " + " ".join(cmd))
+        for p in paths:
+            click.echo(f"would remove {p}" if p.exists() else f"absent {p}")
+        for cmd in after:
+            click.echo("would run: " + " ".join(cmd))
+        return
+    _preflight(m)
+    for cmd in commands:
+        done = _run(cmd, check=False)  # "not loaded" / "not enabled" is fine here
+        click.echo("ran: " + " ".join(cmd) + ("" if done.returncode == 0 else " (not loaded)"))
+    for p in paths:
+        if p.exists():
+            fileedit.remove(p)
+            click.echo(f"removed {p}")
+    for cmd in after:
+        _run(cmd)
+        click.echo("ran: " + " ".join(cmd))
+
+
+@service.command("status")
+@_manager_option
+def service_status(manager: str | None) -> None:
+    """Whether the service files are installed and current, and what the manager reports."""
+    from helixd.ops import service as svc
+    from helixd.ops.hooks import fileedit
+
+    m, home = _manager(manager), Path.home()
+    helixd = _exe("helixd", near=_exe("helixctl"))
+    try:
+        rendered = (
+            {f.path: f.text for f in svc.render(m, helixd, home, os.environ)} if helixd else {}
+        )
+    except svc.TemplateMissing:
+        rendered = {}
+    paths = (
+        [svc.unit_dir(home, os.environ) / u for u in svc.UNITS]
+        if m == "systemd"
+        else [svc.plist_path(home)]
+    )
+    for p in paths:
+        text = fileedit.read(p)
+        state = "absent" if text is None else "current" if rendered.get(p) == text else "differs"
+        click.echo(f"{state:<8} {p}")
+    tool = "systemctl" if m == "systemd" else "launchctl"
+    if shutil.which(tool) is None:
+        click.echo(f"{tool}: not available on this machine")
+        return
+    for cmd in svc.status_commands(m, os.getuid()):
+        done = _run(cmd, check=False)
+        out = (done.stdout.strip() or done.stderr.strip()).replace("\n", ", ")
+        click.echo(f"{' '.join(cmd[1:])}: {out}")

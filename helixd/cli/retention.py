@@ -1,0 +1,162 @@
+"""``helixctl evict`` (the retention pass, spec §5.2) and ``helixctl env`` (the
+session-close export lines, spec §11.1).  Registered on ``helixctl`` by ``helixd.cli.main``."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helixd.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_STORE,
+    echo_json,
+    load_settings,
+    open_store,
+    price_table,
+)
+
+MCP_PREFIX = "mcp__"
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Show what would go and why; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pass summary as JSON.")
+@click.pass_context
+def evict(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Run the retention pass: drop Tier 1 rows of analyzed sessions (oldest analysis first)
+    while the raw tier is over its soft cap, and analyzed raw older than raw_max_age_days.
+    Digests, usage and sessions are kept.  Prints what goes and why, bytes freed and the
+    store file size before and after."""
+    settings = load_settings(ctx)
+    if not settings.store.db.exists():
+        click.echo(f"helixctl: no store at {settings.store.db}", err=True)
+        ctx.exit(EXIT_STORE)
+    table = price_table(ctx, settings)
+    summary = asyncio.run(_evict(settings, dry_run, table))
+    if as_json:
+        echo_json(summary)
+    else:
+        _print_evict(summary)
+    ctx.exit(0)
+
+
+async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
+    from helixd import logs
+    from helixd.ingest import digest
+    from helixd.ingest.eviction import evict_pass
+    from helixd.store import now_ms
+
+    logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
+    store = await open_store(settings.store.db, readonly=False)
+    idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
+
+    async def analyze_now() -> int:
+        now = now_ms()
+        return await digest.analyze(
+            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+        )
+
+    try:
+        return await evict_pass(
+            store, settings.retention, now_ms(), None if dry_run else analyze_now, dry_run=dry_run
+        )
+    finally:
+        await store.close()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def _print_evict(s: dict[str, Any]) -> None:
+    from helixd.core.timeparse import iso
+
+    for e in s["evictions"]:
+        what = "raw blocks" if e["stage"] == 1 else "raw blocks + events"
+        click.echo(
+            f"{e['pass']:8}  {e['uid']:50}  {_mb(e['bytes']):>12}  {what:19}"
+            f"  analyzed {iso(e['analyzed_at']) or 'never'}"
+        )
+    verb = "would free" if s["dry_run"] else "freed"
+    freed = s["bytes_planned"] if s["dry_run"] else s["bytes_freed"]
+    click.echo(
+        f"{len(s['evictions'])} evictions, {verb} {_mb(freed)}; raw tier "
+        f"{_mb(s['usage_before'])} -> {_mb(s['usage_after'])} "
+        f"(soft cap {_mb(s['soft_cap'])}, hard cap {_mb(s['hard_cap'])})"
+    )
+    if not s["dry_run"]:
+        click.echo(
+            f"store file {_mb(s['file_bytes_before'])} -> {_mb(s['file_bytes_after'])}"
+            f" in {s['seconds']:.2f} s"
+        )
+    if s["analyze_first"]:
+        click.echo(
+            "over the hard cap with un-analyzed data left"
+            + (": analyzed now" if s["analyzed_now"] else " (a real pass analyzes it first)"),
+            err=True,
+        )
+    for e in s["data_loss"]:
+        click.echo(f"DATA LOSS: un-analyzed {e['uid']} ({_mb(e['bytes'])}) dropped", err=True)
+    if s["tier2_over_cap"]:
+        click.echo(
+            f"warning: distilled tier {_mb(s['distilled_bytes'])} is over its cap "
+            f"{_mb(s['distilled_cap'])} (nothing is dropped for it: review it)",
+            err=True,
+        )
+
+
+def export_lines(digest: dict[str, Any], store_db: Path) -> list[str]:
+    """The spec §11.1 ``export HELIX_*=...`` lines for one digest."""
+    cost = digest.get("cost") or {}
+    tools: dict[str, int] = digest.get("tool_histogram") or {}
+    calls = sum(tools.values())
+    mcp = sum(n for name, n in tools.items() if name.startswith(MCP_PREFIX))
+    share = round(mcp / calls, 3) if calls else 0.0
+    values = {
+        "HELIX_SESSION_UID": digest["session_uid"],
+        "HELIX_REPO": digest.get("repo") or "",
+        "HELIX_FLAVOR": digest.get("flavor") or "",
+        "HELIX_TOKENS": int(cost.get("input_tokens", 0)) + int(cost.get("output_tokens", 0)),
+        "HELIX_INFRA_OVERHEAD_SHARE": share,
+        "HELIX_STORE_DB": str(store_db.expanduser().resolve()),
+    }
+    return [f"export {k}={shlex.quote(str(v))}" for k, v in values.items()]
+
+
+@click.command()
+@click.argument("uid")
+@click.pass_context
+def env(ctx: click.Context, uid: str) -> None:
+    """Print the HELIX_* export lines of one session (spec §11.1), for
+    `eval "$(helixctl env UID)"`.  Exit 0 found, 1 not found or no digest yet."""
+    settings = load_settings(ctx)
+    code, lines = asyncio.run(_env(settings.store.db, uid))
+    if lines:
+        click.echo("\n".join(lines))
+    ctx.exit(code)
+
+
+async def _env(db: Path, uid: str) -> tuple[int, list[str]]:
+    store = await open_store(db, readonly=True)
+    try:
+        matches = await store.find_sessions(uid)
+        if len(matches) != 1:
+            what = "no session matches" if not matches else "ambiguous:"
+            click.echo(f"{what} {uid!r}", err=True)
+            for m in matches:
+                click.echo(f"  {m['uid']}", err=True)
+            return EXIT_NOT_FOUND, []
+        digest = await store.digest(matches[0]["id"])
+    finally:
+        await store.close()
+    if digest is None:
+        click.echo(f"session {matches[0]['uid']} has no digest yet", err=True)
+        return EXIT_NOT_FOUND, []
+    return 0, export_lines(digest, db)
+
+
+COMMANDS = (evict, env)

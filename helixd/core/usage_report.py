@@ -1,0 +1,320 @@
+"""Pure logic behind ``helixctl report``, ``tokens``, ``search`` and ``stats``: prices and
+cost, bucketing usage rows into days / weeks / months in a time zone, ccusage-shaped JSON,
+per-phase attribution of a time range, search snippets, test-framework names.
+
+No I/O and no SQL: the store's queries (``helixd.store.queries``) return plain rows, the
+CLI (``helixd.cli.reports``) prints what this module builds.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime, timedelta, tzinfo
+from typing import Any, Final
+
+import orjson
+
+BUCKET_MS: Final = 900_000  # the store's usage rollup: 15 minutes divides every UTC offset
+# Counter order of every usage row the queries return.
+COUNTERS: Final = (
+    "input",
+    "output",
+    "cache_read",
+    "cache_write_5m",
+    "cache_write_1h",
+    "reasoning",
+    "responses",
+)
+Counts = list[int]
+Prices = dict[str, dict[str, float]]
+_DATED = re.compile(r"-\d{8}$")
+
+
+# -- prices ------------------------------------------------------------------------------
+def load_prices(data: bytes) -> tuple[str, Prices]:
+    """``(date, {model: {input, output, cache_read, cache_write_5m, cache_write_1h}})``."""
+    doc = orjson.loads(data)
+    return str(doc.get("date", "")), {str(k): dict(v) for k, v in doc["models"].items()}
+
+
+def price_for(prices: Mapping[str, Mapping[str, float]], model: str) -> Mapping[str, float] | None:
+    """Exact name, else without a ``-YYYYMMDD`` suffix, else the longest prefix key."""
+    if model in prices:
+        return prices[model]
+    bare = _DATED.sub("", model)
+    if bare in prices:
+        return prices[bare]
+    best = max((k for k in prices if bare.startswith(k + "-")), key=len, default=None)
+    return prices[best] if best else None
+
+
+def cost(prices: Mapping[str, Mapping[str, float]], model: str, c: Sequence[int]) -> float:
+    """USD for one model's counters (``COUNTERS`` order); 0 for an unpriced model.
+    Reasoning tokens are part of output already: never charged twice."""
+    p = price_for(prices, model)
+    if p is None:
+        return 0.0
+    return (
+        c[0] * p["input"]
+        + c[1] * p["output"]
+        + c[2] * p["cache_read"]
+        + c[3] * p["cache_write_5m"]
+        + c[4] * p["cache_write_1h"]
+    ) / 1e6
+
+
+# -- time --------------------------------------------------------------------------------
+def local_dt(ms: int, tz: tzinfo | None) -> datetime:
+    """``ms`` as a wall-clock time in ``tz`` (``None``: the system's local zone)."""
+    return datetime.fromtimestamp(ms / 1000, tz) if tz else datetime.fromtimestamp(ms / 1000)
+
+
+def parse_day(value: str) -> date:
+    """``YYYYMMDD`` (ccusage) or ``YYYY-MM-DD``."""
+    text = value.strip()
+    if re.fullmatch(r"\d{8}", text):
+        text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+    return date.fromisoformat(text)
+
+
+def day_start_ms(day: date, tz: tzinfo | None) -> int:
+    """The epoch milliseconds of local midnight starting ``day``."""
+    naive = datetime(day.year, day.month, day.day)
+    return int((naive.replace(tzinfo=tz) if tz else naive).timestamp() * 1000)
+
+
+def utc_offset_s(ms: int, tz: tzinfo | None) -> int:
+    """The zone's UTC offset in seconds at ``ms``."""
+    dt = datetime.fromtimestamp(ms / 1000, tz) if tz else datetime.fromtimestamp(ms / 1000)
+    off = (dt if tz else dt.astimezone()).utcoffset()
+    return int(off.total_seconds()) if off is not None else 0
+
+
+def offset_segments(lo: int, hi: int, tz: tzinfo | None) -> list[tuple[int | None, int]]:
+    """``[(until_bucket, offset_s), ..., (None, offset_s)]``: the zone's UTC offset over the
+    buckets ``[lo, hi]``, so that the store can sum whole local days in SQL.  Steps a week
+    at a time (zones change offset at most a few times a year) and bisects each change to
+    its bucket (offsets and their changes fall on 15-minute boundaries)."""
+
+    def off(bucket: int) -> int:
+        return utc_offset_s(bucket * BUCKET_MS, tz)
+
+    step = 7 * 96
+    segments: list[tuple[int | None, int]] = []
+    cur, b = off(lo), lo
+    while b < hi:
+        nb = min(b + step, hi)
+        if off(nb) == cur:
+            b = nb
+            continue
+        a, z = b, nb  # off(a) == cur != off(z): find the first bucket with the new offset
+        while z - a > 1:
+            mid = (a + z) // 2
+            a, z = (mid, z) if off(mid) == cur else (a, mid)
+        segments.append((z, cur))
+        cur, b = off(z), z
+    segments.append((None, cur))
+    return segments
+
+
+def period_of(dt: datetime, period: str, week_start: int = 6) -> str:
+    """The report key of a local time: ``2026-01-31`` (daily), the week's first day
+    (weekly; ``week_start`` 0 = Monday … 6 = Sunday), ``2026-01`` (monthly)."""
+    if period == "monthly":
+        return f"{dt.year:04d}-{dt.month:02d}"
+    day = dt.date()
+    if period == "weekly":
+        day -= timedelta(days=(day.weekday() - week_start) % 7)
+    return day.isoformat()
+
+
+# -- reports -----------------------------------------------------------------------------
+def _tokens(c: Sequence[int], cost_usd: float) -> dict[str, Any]:
+    write = c[3] + c[4]
+    return {
+        "inputTokens": c[0],
+        "outputTokens": c[1],
+        "cacheCreationTokens": write,
+        "cacheReadTokens": c[2],
+        "reasoningOutputTokens": c[5],
+        "totalTokens": c[0] + c[1] + c[2] + write,
+        "totalCost": cost_usd,
+    }
+
+
+def _add(into: Counts, c: Sequence[int]) -> None:
+    for i, v in enumerate(c):
+        into[i] += v
+
+
+def _entry(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
+    total = [0] * len(COUNTERS)
+    breakdowns = []
+    spent = 0.0
+    for model, c in models.items():
+        usd = cost(prices, model, c)
+        spent += usd
+        _add(total, c)
+        b = _tokens(c, usd)
+        b["cost"] = b.pop("totalCost")
+        breakdowns.append({"modelName": model, **b})
+    breakdowns.sort(key=lambda b: (-b["cost"], b["modelName"]))
+    out = _tokens(total, spent)
+    out["modelsUsed"] = sorted(models)
+    out["modelBreakdowns"] = breakdowns
+    return out
+
+
+def _totals(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    keys = (
+        "inputTokens",
+        "outputTokens",
+        "cacheCreationTokens",
+        "cacheReadTokens",
+        "reasoningOutputTokens",
+        "totalTokens",
+        "totalCost",
+    )
+    out: dict[str, Any] = dict.fromkeys(keys, 0)
+    for e in entries:
+        for k in keys:
+            out[k] += e[k]
+    return out
+
+
+PERIOD_KEY: Final = {"daily": "date", "weekly": "week", "monthly": "month"}
+
+
+EPOCH: Final = datetime(1970, 1, 1)
+
+
+def period_report(
+    rows: Iterable[Sequence[Any]], period: str, prices: Prices, week_start: int = 6
+) -> dict[str, Any]:
+    """ccusage's ``daily``/``weekly``/``monthly`` JSON from rows
+    ``(local day number since 1970-01-01, agent, model, *COUNTERS)``."""
+    keys: dict[int, str] = {}
+    groups: dict[str, dict[str, Counts]] = {}
+    agents: dict[str, set[str]] = {}
+    for day, agent, model, *c in rows:
+        key = keys.get(day)
+        if key is None:
+            key = keys[day] = period_of(EPOCH + timedelta(days=day), period, week_start)
+        per_model = groups.setdefault(key, {})
+        _add(per_model.setdefault(model, [0] * len(COUNTERS)), c)
+        agents.setdefault(key, set()).add(agent)
+    name = PERIOD_KEY[period]
+    entries = []
+    for key in sorted(groups):
+        e = {name: key, **_entry(groups[key], prices), "agents": sorted(agents[key])}
+        entries.append(e)
+    return {period: entries, "totals": _totals(entries)}
+
+
+def session_report(
+    rows: Iterable[Sequence[Any]], prices: Prices, iso: Callable[[int | None], str | None]
+) -> dict[str, Any]:
+    """ccusage's ``session`` JSON from rows ``(uid, agent, repo, parent_uid, started_at,
+    ended_at, model, *COUNTERS)``, most recent activity last (as ccusage)."""
+    groups: dict[str, dict[str, Counts]] = {}
+    info: dict[str, tuple[Any, ...]] = {}
+    for uid, agent, repo, parent, start, end, model, *c in rows:
+        _add(groups.setdefault(uid, {}).setdefault(model, [0] * len(COUNTERS)), c)
+        info[uid] = (agent, repo, parent, start, end)
+    entries = []
+    for uid, models in groups.items():
+        agent, repo, parent, start, end = info[uid]
+        entries.append(
+            {
+                "sessionId": uid,
+                "agent": agent,
+                "projectPath": repo,
+                "parentSessionId": parent,
+                "firstActivity": iso(start),
+                "lastActivity": iso(end),
+                **_entry(models, prices),
+            }
+        )
+    entries.sort(key=lambda e: (e["lastActivity"] or "", e["sessionId"]))
+    return {"sessions": entries, "totals": _totals(entries)}
+
+
+# -- time-range attribution --------------------------------------------------------------
+BEFORE: Final = "(before first phase)"
+
+
+def attribute(
+    records: Iterable[Sequence[Any]], transitions: Sequence[tuple[int, str]], prices: Prices
+) -> dict[str, Any]:
+    """Sum usage records ``(ts, model, *COUNTERS)`` per phase: phase i owns
+    ``[t_i, t_{i+1})`` (the last is open-ended), so a record exactly on a boundary belongs
+    to the later phase.  Records before the first transition go to ``BEFORE``; without
+    transitions there are no phases, only the total.  A phase
+    that recurs keeps one window per occurrence (``index``)."""
+    ordered = sorted(transitions)
+    starts = [t for t, _ in ordered]
+    windows: dict[int, dict[str, Counts]] = {}
+    total: dict[str, Counts] = {}
+    for ts, model, *c in records:
+        i = bisect_right(starts, ts) - 1
+        _add(windows.setdefault(i, {}).setdefault(model, [0] * len(COUNTERS)), c)
+        _add(total.setdefault(model, [0] * len(COUNTERS)), c)
+    phases = [
+        {
+            "index": i,
+            "phase": ordered[i][1] if i >= 0 else BEFORE,
+            "start": ordered[i][0] if i >= 0 else None,
+            "end": ordered[i + 1][0] if 0 <= i < len(ordered) - 1 else None,
+            **_entry(windows[i], prices),
+        }
+        for i in sorted(windows)
+        if ordered
+    ]
+    return {"total": _entry(total, prices), "phases": phases}
+
+
+# -- search snippets ---------------------------------------------------------------------
+_OPERATORS: Final = frozenset({"AND", "OR", "NOT", "NEAR"})
+_TERM = re.compile(r'"([^"]*)"|([\w]+\*?)', re.UNICODE)
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of an FTS5 query (phrases split, operators and column filters dropped);
+    a trailing ``*`` stays as a prefix marker."""
+    terms: list[str] = []
+    for phrase, word in _TERM.findall(query):
+        if phrase:
+            terms.extend(re.findall(r"\w+", phrase))
+        elif word and word not in _OPERATORS:
+            terms.append(word)
+    return terms
+
+
+def _stem(term: str) -> str:
+    """A crude stem so that highlighting roughly follows the porter tokenizer."""
+    word = term.rstrip("*").lower()
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def snippet(
+    text: str, terms: Sequence[str], width: int = 160, mark: tuple[str, str] = ("[", "]")
+) -> str:
+    """A window of ``text`` around the first hit of ``terms`` with every hit marked."""
+    flat = " ".join(text.split())
+    stems = sorted({_stem(t) for t in terms if _stem(t)}, key=len, reverse=True)
+    if not stems:
+        return flat[:width]
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I)
+    first = pattern.search(flat)
+    start = max(0, (first.start() if first else 0) - width // 3)
+    end = min(len(flat), start + width)
+    if start and end == len(flat):
+        start = max(0, end - width)
+    window = flat[start:end]
+    marked = pattern.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
+    return ("…" if start else "") + marked + ("…" if end < len(flat) else "")

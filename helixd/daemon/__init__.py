@@ -1,0 +1,2 @@
+"""helixd: the composition root and the edges only the daemon owns (watcher, queue, socket,
+clock)."""

@@ -1,0 +1,3 @@
+from helixd.daemon.app import main
+
+main()

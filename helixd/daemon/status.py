@@ -1,0 +1,101 @@
+"""What ``helixctl status`` shows: the daemon's published state plus what the store alone
+can tell.
+
+The daemon writes ``<store>.helixd.json`` (atomically, only when something changed) and
+holds ``<store>.helixd.lock`` while it runs; ``gather`` combines those with a read-only look
+at the store and a stat of every tracked source (the ingest lag: bytes written by the
+agents and not read yet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from helixd.daemon.pidlock import holder
+
+
+def status_path(db: Path) -> Path:
+    return db.with_name(db.name + ".helixd.json")
+
+
+class StatusFile:
+    def __init__(self, db: Path) -> None:
+        self.path = status_path(db)
+
+    def write(self, snapshot: dict[str, Any]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(orjson.dumps(snapshot, default=str))
+        os.replace(tmp, self.path)
+
+    def read(self) -> dict[str, Any] | None:
+        try:
+            data = orjson.loads(self.path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def store_bytes(db: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            total += os.stat(f"{db}{suffix}").st_size
+    return total
+
+
+def ingest_lag(files: list[tuple[str, int, int | None]]) -> dict[str, int]:
+    """Bytes not yet read across tracked files still on disk (``(path, offset, gone_at)``)."""
+    lag = behind = 0
+    for path, offset, gone in files:
+        if gone is not None:
+            continue
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        if size > offset:
+            lag += size - offset
+            behind += 1
+    return {"bytes": lag, "files": behind}
+
+
+def gather(db: Path, store_facts: dict[str, Any] | None, budget: dict[str, int]) -> dict[str, Any]:
+    """The whole status document (``helixctl status --json`` prints it as is)."""
+    pid = holder(db)
+    daemon: dict[str, Any] = {"running": pid is not None, "pid": pid}
+    published = StatusFile(db).read() if pid is not None else None
+    if published:
+        daemon.update(
+            version=published.get("version"),
+            uptime_s=round(time.time() - float(published.get("started_at", time.time())), 1),
+            roots=published.get("roots"),
+            queue=published.get("queue"),
+            ingest=published.get("ingest"),
+            jobs=published.get("jobs"),
+        )
+    size = store_bytes(db)
+    doc: dict[str, Any] = {
+        "daemon": daemon,
+        "store": {"path": str(db), "exists": db.exists(), "bytes": size},
+    }
+    if store_facts is not None:
+        doc["store"].update(store_facts["summary"])
+        doc["ingest_lag"] = ingest_lag(store_facts["files"])
+        raw = store_facts["summary"].get("raw_bytes_stored", 0)
+        doc["retention"] = {
+            **budget,
+            "raw_bytes": raw,
+            "over_soft_cap": raw > budget["raw_soft_cap_bytes"],
+            "over_hard_cap": raw > budget["raw_hard_cap_bytes"],
+        }
+    return doc

@@ -1,0 +1,154 @@
+"""Filesystem events -> the work queue.  The only code that talks to watchdog.
+
+Events are hints, never trusted: the watcher only says "look at this path"; ingest re-stats
+the file and compares it with its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
+
+* one recursive watch per adapter root that exists; a root that does not exist yet is
+  waited for by watching its nearest existing ancestor (non-recursively), and the watches
+  are rebuilt when a directory appears there;
+* handlers run on the observer thread and cross into asyncio only through
+  ``loop.call_soon_threadsafe``;
+* a directory created inside a root is scanned at once (files written by ``mkdir -p``
+  before the new watch existed are otherwise missed);
+* a watch that cannot be added (inotify watch or instance limit) is logged once and the
+  root falls back to the periodic reconcile scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from helixd.adapters import Adapter
+from helixd.ingest.pipeline import Source
+
+log = structlog.get_logger("helixd.watcher")
+
+
+class SourceIndex:
+    """Which adapter claims a path: the (adapter, root) pairs, longest root first."""
+
+    def __init__(self, pairs: Iterable[tuple[Adapter, Path]]) -> None:
+        self.pairs = sorted(((a, str(r)) for a, r in pairs), key=lambda p: -len(p[1]))
+
+    def source_for(self, path: str) -> Source | None:
+        for adapter, root in self.pairs:
+            if path.startswith(root + os.sep):
+                rel = path[len(root) + 1 :].replace(os.sep, "/")
+                if adapter.matches(rel):
+                    return Source(adapter, root, path, rel)
+        return None
+
+    def pairs_paths(self) -> list[tuple[Adapter, Path]]:
+        return [(a, Path(r)) for a, r in self.pairs]
+
+    def roots(self) -> list[str]:
+        return sorted({root for _, root in self.pairs})
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, callback: Callable[[str, bool, str], None]
+    ) -> None:
+        self.loop = loop
+        self.callback = callback
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        for raw in paths:
+            path = os.fsdecode(raw) if raw else ""
+            if path:
+                try:
+                    self.loop.call_soon_threadsafe(
+                        self.callback, path, event.is_directory, event.event_type
+                    )
+                except RuntimeError:  # the loop is closing
+                    return
+
+
+class Watcher:
+    """Keeps watchdog watches on the roots and forwards events to ``on_path``/``on_dir``."""
+
+    def __init__(
+        self,
+        index: SourceIndex,
+        on_path: Callable[[str], None],
+        on_dir: Callable[[str], None],
+        on_root_change: Callable[[], None],
+    ) -> None:
+        self.index = index
+        self.on_path = on_path
+        self.on_dir = on_dir
+        self.on_root_change = on_root_change
+        self.observer: Any = None
+        self.watched: dict[str, bool] = {}  # path -> recursive
+        self.failed: set[str] = set()
+        self.waiting: set[str] = set()  # roots that do not exist yet
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.observer = Observer()
+        self._handler = _Handler(loop, self._event)
+        self._schedule()
+        self.observer.start()
+
+    def _schedule(self) -> None:
+        self.observer.unschedule_all()
+        self.watched.clear()
+        self.waiting.clear()
+        for root in self.index.roots():
+            if os.path.isdir(root):
+                self._watch(root, recursive=True)
+                continue
+            self.waiting.add(root)
+            parent = Path(root).parent
+            while not parent.is_dir() and parent != parent.parent:
+                parent = parent.parent
+            if str(parent) not in self.watched:
+                self._watch(str(parent), recursive=False)
+
+    def _watch(self, path: str, recursive: bool) -> None:
+        try:
+            self.observer.schedule(self._handler, path, recursive=recursive)
+            self.watched[path] = recursive
+        except OSError as exc:
+            if path not in self.failed:
+                self.failed.add(path)
+                log.warning("watch_failed_fallback_to_scan", path=path, error=str(exc))
+
+    def refresh(self) -> None:
+        """Rebuild the watches (a root appeared, or the configuration changed)."""
+        if self.observer is not None:
+            self._schedule()
+
+    def _event(self, path: str, is_dir: bool, kind: str) -> None:
+        if is_dir:
+            if any(root == path or root.startswith(path + os.sep) for root in self.waiting):
+                self.refresh()
+                self.on_root_change()
+            elif kind in ("created", "moved"):
+                self.on_dir(path)
+            return
+        if self.index.source_for(path) is not None:
+            self.on_path(path)
+
+    def stop(self) -> None:
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+            self.observer = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "watched": sorted(self.watched),
+            "waiting_for": sorted(self.waiting),
+            "failed": sorted(self.failed),
+        }

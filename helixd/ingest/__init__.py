@@ -1,0 +1,1 @@
+"""The use cases that write the store: ingest, digests, re-normalization, eviction."""

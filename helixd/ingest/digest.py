@@ -1,0 +1,281 @@
+"""Tier 2: the per-session digest (design spec §11.2, the stable JSON shape).
+
+``build(facts, now)`` is pure: it turns the facts the store gathered for one session
+(``Store.digest_facts``) into the digest dict.  ``analyze`` is the thin async runner that
+rebuilds the digests of the given sessions and saves them.
+
+Fields consumers may rely on (spec §11.2): session_uid, flavor, repo, domain, model,
+started_at, ended_at, outcome, cost {input_tokens, output_tokens, cache_tokens, wall_clock_s,
+turns, retries}, tool_histogram, event_count, kind_counts, markers, first_prompt,
+last_assistant, error_snippets [{fingerprint, sample, count, tool}], schema_version.
+Helix adds: provisional (and closed_by: session end / turn completed / idle), outcome_rule,
+outcome_confidence, usage (the token split),
+parent_uid, subagents, subagent_cost, cost_with_subagents, source, price_table_date,
+tool_calls {total, by_status, duration_ms_p50, duration_ms_max}, test_runs {total, by_status,
+last}, files {operations, paths, lines_added, lines_removed, by_language}; each error
+snippet's ``first_seq``.  The signals themselves (with their event pointers) are saved beside
+the digest (``helixd.core.signals``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from helixd.core.pricing import PriceTable, bundled
+from helixd.core.signals import Marker, Signals, extract, summarize
+from helixd.core.timeparse import iso
+
+if TYPE_CHECKING:
+    from helixd.store import Store
+
+SCHEMA_VERSION: Final = 2  # 2: tool_calls / test_runs / files summaries, first_seq
+SNIPPET_CHARS: Final = 280
+IDLE_CLOSE_MS: Final = 30 * 60 * 1000
+FAIL_STREAK: Final = 3
+DIGEST_BATCH: Final = 500
+
+
+def _snip(text: str | None) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+def _errors(markers: Iterable[Marker]) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for m in markers:
+        if m.kind != "error" or m.fingerprint is None:
+            continue
+        entry = groups.setdefault(
+            m.fingerprint,
+            {
+                "fingerprint": m.fingerprint,
+                "sample": _snip(m.sample),
+                "count": 0,
+                "tool": m.tool,
+                "first_seq": m.seq,
+            },
+        )
+        entry["count"] += 1
+    return sorted(groups.values(), key=lambda e: (-e["count"], e["fingerprint"]))[:20]
+
+
+def outcome(
+    kinds_tail: Sequence[str], results_tail: Sequence[bool], messages: int
+) -> tuple[str, float, str]:
+    """``(outcome, confidence, rule)`` from the end of the session (spec OQ2 heuristic:
+    agentsview's rules, plus session errors, replies admitting failure and lost edits).
+
+    ``kinds_tail`` holds the kinds of the last conversational events, oldest first, as
+    ``store.facts._tails`` refines them: ``error`` is an error of the session itself (API
+    error, timeout, expired login; a tool's error is its failed result), ``gave_up`` an
+    assistant reply whose opening sentence admits failure, ``edit_result`` the result of a
+    file change.  ``results_tail`` holds the error flags of the tool and edit results among
+    them, in the same order."""
+    if messages == 0:
+        return "unknown", 0.2, "no conversation"
+    if len(results_tail) >= FAIL_STREAK and all(results_tail[-FAIL_STREAK:]):
+        return "fail", 0.6, f"last {FAIL_STREAK} tool results failed"
+    last = kinds_tail[-1] if kinds_tail else None
+    if last == "error":
+        return "fail", 0.6, "session ends on errors, not a reply"
+    if last in ("user_msg", "human_intervention"):
+        return "abandoned", 0.5, "session ends on a user turn"
+    if last == "gave_up":
+        return "fail", 0.45, "final reply admits failure"
+    if last == "assistant_msg":
+        flags = iter(results_tail)
+        edit_failed = False  # the last file change of the final turn
+        for kind in kinds_tail:
+            if kind in ("user_msg", "human_intervention"):
+                edit_failed = False
+            elif kind in ("tool_result", "edit_result"):
+                failed = next(flags, False)
+                edit_failed = failed if kind == "edit_result" else edit_failed
+        if edit_failed:
+            return "fail", 0.4, "last file edit failed and was not redone"
+        return "success", 0.5, "session ends on an assistant reply"
+    return "unknown", 0.3, f"session ends on {last}"
+
+
+_BUNDLED: PriceTable | None = None
+
+
+def prices() -> PriceTable:
+    """The bundled offline price table ``(date, {model: USD per million tokens})``."""
+    global _BUNDLED
+    if _BUNDLED is None:
+        _BUNDLED = bundled()
+    return _BUNDLED
+
+
+def usd(by_model: dict[str, dict[str, int]], table: PriceTable | None = None) -> float:
+    """USD of per-model usage (unpriced models count 0; reasoning is inside output)."""
+    from helixd.core.usage_report import cost
+
+    rates = (table or prices())[1]
+    return round(
+        sum(
+            cost(
+                rates,
+                model,
+                [
+                    u["input_tokens"],
+                    u["output_tokens"],
+                    u["cache_read_tokens"],
+                    u["cache_write_5m_tokens"],
+                    u["cache_write_1h_tokens"],
+                ],
+            )
+            for model, u in by_model.items()
+        ),
+        6,
+    )
+
+
+def _cost(usage: dict[str, int], wall: float, turns: int, retries: int) -> dict[str, Any]:
+    cache_write = usage["cache_write_5m_tokens"] + usage["cache_write_1h_tokens"]
+    return {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        "cache_tokens": usage["cache_read_tokens"] + cache_write,
+        "cache_read_tokens": usage["cache_read_tokens"],
+        "cache_write_tokens": cache_write,
+        "reasoning_tokens": usage["reasoning_tokens"],
+        "wall_clock_s": wall,
+        "turns": turns,
+        "retries": retries,
+    }
+
+
+def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
+
+
+def build(
+    facts: dict[str, Any],
+    now: int,
+    idle_ms: int = IDLE_CLOSE_MS,
+    table: PriceTable | None = None,
+    sig: Signals | None = None,
+) -> dict[str, Any]:
+    """The digest of one session from its ``Store.digest_facts`` entry (``tail`` holds the
+    kinds of its last events and whether its last tool results failed); ``sig`` are its
+    signals (extracted from ``facts["signal_rows"]`` when not given)."""
+    if sig is None:
+        sig = extract(facts["signal_rows"])
+    table = table or prices()
+    tail = facts["tail"]
+    s = facts["session"]
+    kinds: dict[str, int] = facts["kinds"]
+    span_lo, span_hi = facts["span"] or (None, None)
+    started = s["started_at"] if s["started_at"] is not None else span_lo
+    ended = s["ended_at"] if s["ended_at"] is not None else span_hi
+    wall = round(((ended or 0) - (started or 0)) / 1000, 3) if started and ended else 0.0
+    retries = sig.count("retry")
+    turns = kinds.get("user_msg", 0)
+    messages = kinds.get("user_msg", 0) + kinds.get("assistant_msg", 0)
+    label, confidence, rule = outcome(tail["kinds"], tail["errors"], messages)
+    closed_by = (
+        "session end"
+        if s["ended"]
+        else "turn completed"
+        if facts.get("ends_on_completion")
+        else "idle"
+        if ended is not None and now - ended > idle_ms
+        else None
+    )
+    closed = closed_by is not None
+    first = facts["first"]
+    last = facts["last"]
+    usage = facts["usage"]
+    sub_usage = facts["subagent_usage"]
+    problems = facts["problems"]
+    own_usd = usd(facts["usage_by_model"], table)
+    sub_usd = usd(facts.get("subagent_usage_by_model", {}), table)
+    return {
+        "session_uid": s["uid"],
+        "flavor": s["agent"],
+        "native_session_id": s["native_id"],
+        "repo": s["repo"],
+        "domain": None,
+        "cwd": s["cwd"],
+        "git_branch": s["git_branch"],
+        "title": s["title"],
+        "model": s["model"],
+        "models": sorted(m for m in facts["usage_by_model"] if m),
+        "started_at": iso(started),
+        "ended_at": iso(ended),
+        "outcome": label,
+        "outcome_confidence": confidence,
+        "outcome_rule": rule,
+        "provisional": not closed,
+        "closed_by": closed_by,
+        "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd},
+        "usage": {"responses": usage["responses"], "by_model": facts["usage_by_model"]},
+        "tool_histogram": dict(sorted(((k or "?"), v) for k, v in facts["tools"].items())),
+        "event_count": sum(kinds.values()),
+        "kind_counts": dict(sorted(kinds.items())),
+        "markers": {
+            "errors": kinds.get("error", 0),
+            "human_interventions": kinds.get("human_intervention", 0),
+            "test_runs": len(sig.test_runs),
+            "edits": kinds.get("edit", 0),
+            "retries": retries,
+            "malformed_lines": problems["malformed_lines"],
+            "unknown_records": problems["unknown_records"],
+            "redactions": problems["redactions"],
+            "source_files": problems["files"],
+            "source_files_gone": problems["files_gone"],
+        },
+        "first_prompt": _snip(first[1] or first[0]) if first else "",
+        "last_assistant": _snip(last[1] or last[0]) if last else "",
+        "error_snippets": _errors(sig.markers),
+        **summarize(sig),
+        "parent_uid": s["parent_uid"],
+        "agent_type": s["agent_type"],
+        "subagents": facts["subagents"],
+        "subagent_cost": {**_cost(sub_usage, 0.0, 0, 0), "usd": sub_usd}
+        if facts["subagents"]
+        else None,
+        "cost_with_subagents": {
+            **_cost(_add(usage, sub_usage), wall, turns, retries),
+            "usd": round(own_usd + sub_usd, 6),
+        },
+        "price_table_date": table[0],
+        "source": {
+            "path": s["source_path"],
+            "bytes": problems["source_bytes"],
+            "adapter_version": s["adapter_version"],
+        },
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+async def analyze(
+    store: Store,
+    session_ids: Iterable[int],
+    now: int,
+    idle_ms: int = IDLE_CLOSE_MS,
+    table: PriceTable | None = None,
+) -> int:
+    """Rebuild and save the digests and signals of ``session_ids``; returns how many."""
+    ids = list(session_ids)
+    table = table or prices()
+    for i in range(0, len(ids), DIGEST_BATCH):
+        part = ids[i : i + DIGEST_BATCH]
+        # what was read is what gets analyzed: a change committed after this instant (an
+        # ingest between the read and the save) leaves the session to analyze again (one
+        # committed within the same millisecond after the read waits for the next change)
+        read_at = int(time.time() * 1000)
+        facts = await store.digest_facts(part)
+        saved = []
+        for sid, f in facts.items():
+            sig = extract(f["signal_rows"])
+            d = build(f, now, idle_ms, table, sig)
+            saved.append((sid, d, d["provisional"], sig))
+        await store.save_digests(saved, SCHEMA_VERSION, read_at)
+    return len(ids)

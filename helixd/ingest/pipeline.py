@@ -1,0 +1,437 @@
+"""The use case: files -> cursor -> bounded reads -> redact -> parse -> store, batch by batch.
+
+A pipeline in three stages, so that two cores are used:
+
+1. **plan** (this thread): for each file, decide where to resume (``tailer.resume_offset``:
+   the cursor, or 0 for a truncated/replaced file) and cut it into pieces that end on line
+   boundaries (``tailer.read_pieces``) — a few pieces ahead of the parser;
+2. **redact** (in a thread: the scan does not hold the GIL): secrets are masked in place,
+   a few pieces ahead of the parser;
+3. **parse and commit**: the adapter turns the redacted piece into records; a writer task
+   compresses the raw bytes (zstd releases the GIL) and commits records and cursor in one
+   transaction on the store's thread.
+
+Each file's pieces are parsed in order with the adapter state carried along; a crash
+leaves whole batches only, and natural keys make any replay harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, BinaryIO, Final
+
+from helixd.adapters import Chunk, FileContext
+from helixd.core.records import BadLine, Cursor, Parsed
+from helixd.core.redact import redact
+from helixd.ingest.stats import IngestStats
+from helixd.sources.discover import Source, discover
+from helixd.sources.tailer import (
+    HEAD_BYTES,
+    FileStat,
+    Piece,
+    compress_range,
+    fingerprint,
+    head_of,
+    masked_sidecar,
+    read_at,
+    read_pieces,
+    resume_offset,
+    stat_file,
+    unchanged,
+)
+from helixd.store import Batch, Store
+
+__all__ = ["IngestStats", "Ingestor", "Source", "discover"]
+
+QUEUE_DEPTH: Final = 4
+GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
+LOOKAHEAD: Final = 3
+INLINE_REDACT: Final = 1 << 16
+
+
+@dataclass(slots=True)
+class _FileRun:
+    """One file being read: where it resumed and what the parser has carried so far."""
+
+    src: Source
+    st: FileStat
+    previous: Cursor | None
+    generation: int
+    head_hash: bytes
+    head_len: int
+    ctx: FileContext
+    state: dict[str, Any]
+    offset: int
+    wrote: bool = False
+    stalled: bool = False
+    moved: bool = False
+
+    def cursor(self, offset: int, seen: int) -> Cursor:
+        """The cursor after a batch.  ``size`` records how much of the file was examined:
+        all of it once a read reached its end, else only up to the batch, so that a run
+        killed between two batches is never mistaken for an unchanged file."""
+        st, src = self.st, self.src
+        return Cursor(
+            path=src.path,
+            agent=src.adapter.name,
+            root=src.root,
+            dev=st.dev,
+            ino=st.ino,
+            size=seen,
+            mtime_ns=st.mtime_ns,
+            offset=offset,
+            head_hash=self.head_hash,
+            head_len=self.head_len,
+            generation=self.generation,
+            adapter_version=src.adapter.version,
+            state=self.state,
+            file_id=self.previous.file_id if self.previous else None,
+        )
+
+
+@dataclass(slots=True)
+class _Planned:
+    run: _FileRun
+    piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
+    redacted: Awaitable[tuple[bytes, int]] | None = None
+    raw_z: bytes | None = None
+
+
+class _Writer:
+    """Commits batches in order on a background task while the caller parses the next.
+
+    A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
+    it is queued, so compression of one batch overlaps the commit of the one before."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        done = False
+        while not done:
+            item = await self.queue.get()
+            if item is None:
+                return
+            group = [item]
+            size = len(item[0].raw)
+            # Whatever else is already queued joins this transaction (group commit).
+            while size < GROUP_BYTES and not self.queue.empty():
+                more = self.queue.get_nowait()
+                if more is None:
+                    done = True
+                    break
+                group.append(more)
+                size += len(more[0].raw)
+            for _, prepared in group:
+                await prepared
+            await self.store.commit_many([batch for batch, _ in group])
+
+    async def put(self, batch: Batch) -> None:
+        if self.task.done():
+            self.task.result()  # re-raise the writer's failure in the producer
+        prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
+        await self.queue.put((batch, prepared))
+        await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        if not self.task.done():
+            await self.queue.put(None)
+        await self.task
+
+
+class Ingestor:
+    """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
+    ``max_line_bytes`` are kept raw without being parsed."""
+
+    def __init__(
+        self, store: Store, *, chunk_bytes: int = 4 << 20, max_line_bytes: int = 64 << 20
+    ) -> None:
+        self.store = store
+        self.chunk_bytes = chunk_bytes
+        self.max_line_bytes = max(max_line_bytes, chunk_bytes)
+
+    async def backfill(
+        self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
+    ) -> IngestStats:
+        """Ingest every source once; unchanged files are skipped without being opened."""
+        started = time.perf_counter()
+        stats = IngestStats()
+        cursors = await self.store.cursors()
+        todo: list[tuple[Source, Cursor | None]] = []
+        seen: set[str] = set()
+        total = 0
+        for src in sources:
+            stats.files_seen += 1
+            seen.add(src.path)
+            st = stat_file(src.path)
+            cur = cursors.get(src.path)
+            if st is None:
+                seen.discard(src.path)  # vanished since discovery: the sweep below marks it
+            elif not unchanged(cur, st):
+                todo.append((src, cur))
+                total += max(st.size - (cur.offset if cur else 0), 0)
+        by_identity = {(c.dev, c.ino): c for c in cursors.values()}
+        await self._run(todo, by_identity, stats, progress, total)
+        for path in cursors.keys() - seen:
+            if not os.path.exists(path) and await self.store.mark_gone(path):
+                stats.files_gone += 1
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    async def ingest_file(
+        self, src: Source, cursor: Cursor | None, budget: int | None = None
+    ) -> IngestStats:
+        """Read what is new in one file (the daemon's path for one changed file), at most
+        about ``budget`` bytes (``stats.more`` then says the caller should come back)."""
+        started = time.perf_counter()
+        stats = IngestStats(files_seen=1)
+        identity: dict[tuple[int, int], Cursor] = {}
+        if cursor is None and (st := stat_file(src.path)) is not None:
+            identity = {
+                (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
+            }
+        await self._run([(src, cursor)], identity, stats, None, 0, budget)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    async def _run(
+        self,
+        todo: list[tuple[Source, Cursor | None]],
+        identity: dict[tuple[int, int], Cursor],
+        stats: IngestStats,
+        progress: Callable[[int, int], None] | None,
+        total: int,
+        budget: int | None = None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+
+        def submit(data: bytes) -> Awaitable[tuple[bytes, int]]:
+            if len(data) < INLINE_REDACT:
+                fut: asyncio.Future[tuple[bytes, int]] = loop.create_future()
+                fut.set_result(redact(data))
+                return fut
+            return loop.run_in_executor(None, redact, data)
+
+        writer = _Writer(self.store)
+        window: deque[_Planned] = deque()
+        gone: list[str] = []
+        try:
+            for item in self._plan(todo, identity, stats, gone, budget):
+                if item.piece is not None and item.piece.data:
+                    item.redacted = submit(item.piece.data)
+                window.append(item)
+                if len(window) > LOOKAHEAD:
+                    await self._consume(window.popleft(), writer, stats)
+                    if progress:
+                        progress(stats.bytes_read, total)
+            while window:
+                await self._consume(window.popleft(), writer, stats)
+        finally:
+            for item in window:  # cancelled midway: let pending redactions finish quietly
+                if isinstance(item.redacted, asyncio.Future):
+                    item.redacted.cancel()
+            await writer.close()
+        for path in gone:
+            if await self.store.mark_gone(path):
+                stats.files_gone += 1
+        if progress:
+            progress(stats.bytes_read, total)
+
+    def _plan(
+        self,
+        todo: list[tuple[Source, Cursor | None]],
+        identity: dict[tuple[int, int], Cursor],
+        stats: IngestStats,
+        gone: list[str],
+        budget: int | None = None,
+    ) -> Iterator[_Planned]:
+        """Open each file in turn, decide where to resume and yield its pieces."""
+        for src, cursor in todo:
+            st = stat_file(src.path)
+            if st is None:
+                if cursor is not None:
+                    gone.append(src.path)
+                continue
+            if cursor is None:
+                cursor = _carried(identity, st)
+                if cursor is not None and unchanged(cursor, st):  # renamed, nothing new
+                    run = _FileRun(
+                        src=src,
+                        st=st,
+                        previous=cursor,
+                        generation=cursor.generation,
+                        head_hash=cursor.head_hash,
+                        head_len=cursor.head_len,
+                        ctx=FileContext(src.path, src.rel),
+                        state=cursor.state,
+                        offset=cursor.offset,
+                        moved=True,
+                    )
+                    yield _Planned(run, None)
+                    continue
+            try:
+                f = open(src.path, "rb")  # noqa: SIM115 - a generator closes it below
+            except OSError as exc:
+                stats.errors.append(f"{src.path}: {exc}")
+                continue
+            with f:
+                run = self._open(src, f, cursor, stats)
+                for piece in read_pieces(
+                    f,
+                    run.offset,
+                    run.st.size,
+                    self.chunk_bytes,
+                    self.max_line_bytes,
+                    src.adapter.whole_file(src.rel),
+                ):
+                    item = _Planned(run, piece)
+                    if piece.oversized:
+                        item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
+                    yield item
+                    if budget is not None:
+                        budget -= len(piece.data) + piece.oversized
+                        if budget <= 0 and not piece.at_eof:
+                            stats.more = True
+                            break
+            yield _Planned(run, None)
+
+    def _open(
+        self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats
+    ) -> _FileRun:
+        fst = os.fstat(f.fileno())
+        st = FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
+        head_hash = fingerprint(head_of(f, cursor.head_len)) if cursor and cursor.head_len else None
+        before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
+        offset, replaced = resume_offset(cursor, st.size, head_hash, before)
+        if src.adapter.whole_file(src.rel) and cursor is not None:
+            offset, replaced = 0, True
+        stats.files_read += 1
+        stats.replaced += replaced
+        return _FileRun(
+            src=src,
+            st=st,
+            previous=cursor,
+            generation=(cursor.generation + replaced) if cursor else 0,
+            head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
+            head_len=len(head),
+            ctx=FileContext(src.path, src.rel, masked_sidecar(src.adapter.sidecar(src.path))),
+            state={} if replaced or cursor is None else dict(cursor.state),
+            offset=offset,
+        )
+
+    async def _consume(self, item: _Planned, writer: _Writer, stats: IngestStats) -> None:
+        run, piece = item.run, item.piece
+        if run.stalled:
+            return
+        if piece is None:
+            await self._finish(run, writer)
+            return
+        if piece.oversized:
+            parsed = Parsed(
+                consumed=piece.oversized,
+                state=run.state,
+                bad=[
+                    BadLine(
+                        piece.offset,
+                        piece.oversized,
+                        f"line longer than {self.max_line_bytes} bytes (kept raw)",
+                    )
+                ],
+            )
+            end = piece.offset + piece.oversized
+            await self._put(
+                writer,
+                stats,
+                run,
+                Batch(
+                    cursor=run.cursor(end, end),
+                    start=piece.offset,
+                    raw=b"",
+                    parsed=parsed,
+                    raw_z=item.raw_z,
+                ),
+                0,
+            )
+            return
+        assert item.redacted is not None
+        redacted, secrets = await item.redacted
+        src = run.src
+        parsed = src.adapter.parse(Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state)
+        if parsed.consumed < len(redacted):
+            run.stalled = True  # the rest is a partial line: later pieces no longer line up
+        if parsed.consumed == 0:
+            return
+        run.state = parsed.state
+        end = piece.offset + parsed.consumed
+        raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
+        seen = run.st.size if piece.at_eof else end
+        batch = Batch(
+            cursor=run.cursor(end, seen),
+            start=piece.offset,
+            raw=raw,
+            parsed=parsed,
+            redactions=secrets,
+            replace_events=src.adapter.whole_file(src.rel),
+            sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
+        )
+        await self._put(writer, stats, run, batch, secrets)
+
+    async def _put(
+        self, writer: _Writer, stats: IngestStats, run: _FileRun, batch: Batch, secrets: int
+    ) -> None:
+        await writer.put(batch)
+        run.wrote = True
+        run.offset = batch.cursor.offset
+        _account(stats, batch.parsed, batch.parsed.consumed, secrets)
+
+    async def _finish(self, run: _FileRun, writer: _Writer) -> None:
+        """Nothing complete was new (an empty file, a partial last line, a rename): still
+        record what was seen, so that an unchanged file is skipped next time unopened."""
+        prev, st = run.previous, run.st
+        if run.wrote:
+            return
+        if (
+            run.moved
+            or prev is None
+            or prev.generation != run.generation
+            or (prev.size != st.size or prev.mtime_ns != st.mtime_ns)
+        ):
+            await writer.put(
+                Batch(
+                    cursor=run.cursor(run.offset, st.size),
+                    start=run.offset,
+                    raw=b"",
+                    parsed=Parsed(consumed=0, state=run.state),
+                )
+            )
+
+
+def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:
+    """A cursor that followed its file through a rename (same device and inode, old path
+    gone).  The head fingerprint is checked by ``resume_offset`` afterwards."""
+    cur = identity.get((st.dev, st.ino))
+    if cur is not None and cur.path != st.path and not os.path.exists(cur.path):
+        return replace(cur, path=st.path)
+    return None
+
+
+def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) -> None:
+    stats.bytes_read += consumed
+    stats.lines += parsed.lines
+    stats.events += len(parsed.events)
+    stats.bad_lines += len(parsed.bad)
+    stats.unknown_records += sum(parsed.unknown_types.values())
+    stats.redactions += secrets
+    stats.sessions.update(e.session_uid for e in parsed.events)
+    stats.sessions.update(u.session_uid for u in parsed.usage)
+
+
+def _masked(piece: bytes) -> bytes:
+    return redact(piece)[0]

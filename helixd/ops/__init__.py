@@ -1,0 +1,1 @@
+"""The user's machine: agent hook installers, the service unit, health checks."""

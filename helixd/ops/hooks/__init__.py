@@ -1,0 +1,109 @@
+"""Installing Helix's hook entries into the agents' settings files (ecosystem.md §1.8).
+
+:func:`plan` reads a target file and computes its new text without writing; :func:`apply`
+backs the old file up and replaces it atomically, re-planning when the agent rewrote the
+file in between.  Nothing is written when the new text equals the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from helixd.adapters.hooktargets import HookTarget
+from helixd.ops.hooks import fileedit, jsonedit
+from helixd.ops.hooks.jsonedit import HookFileError
+
+Action = Literal["install", "uninstall"]
+
+__all__ = ["Change", "HookFileError", "apply", "plan", "snippet", "state"]
+
+
+@dataclass(frozen=True)
+class Change:
+    target: HookTarget
+    action: Action
+    old: str | None  # None: the file does not exist
+    new: str | None  # None: the file is (or stays) absent
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+    def diff(self) -> str:
+        return fileedit.diff(self.target.path, self.old, self.new)
+
+
+def _owned(t: HookTarget) -> str:
+    return json.dumps({"hooks": {e: [g] for e, g in t.groups}}, indent=2) + "\n"
+
+
+def snippet(t: HookTarget) -> str:
+    """What to paste by hand when the file cannot be edited (commented settings)."""
+    return _owned(t)
+
+
+def _new_text(t: HookTarget, action: Action, old: str | None) -> str | None:
+    where = str(t.path)
+    if t.kind == "owned":
+        if old is not None:
+            jsonedit.parse(old, where)  # refuse to replace or delete a file we cannot read
+        return _owned(t) if action == "install" else None
+    if t.kind == "toml-argv":
+        from helixd.ops.hooks import tomledit
+
+        if old is None:
+            return (
+                tomledit.install("", where, t.key, t.argv, t.chain_flag)
+                if action == "install"
+                else None
+            )
+        edit = tomledit.install if action == "install" else tomledit.uninstall
+        return edit(old, where, t.key, t.argv, t.chain_flag)
+    if old is None:
+        if action == "uninstall" or t.only_if_exists:
+            return None
+        return jsonedit.dump(jsonedit.install({}, t.groups), None)
+    doc = jsonedit.parse(old, where, comments_allowed=t.comments)
+    new = jsonedit.install(doc, t.groups) if action == "install" else jsonedit.uninstall(doc)
+    return old if new == doc else jsonedit.dump(new, old)
+
+
+def plan(t: HookTarget, action: Action) -> Change:
+    """The change ``action`` would make to ``t``; HookFileError when the file is unusable."""
+    old = fileedit.read(t.path)
+    return Change(t, action, old, _new_text(t, action, old))
+
+
+def apply(change: Change, backup_dir: Path, attempts: int = 3) -> Path | None:
+    """Write ``change`` (backup first); returns the backup's path, if one was made."""
+    for _ in range(attempts):
+        if not change.changed:
+            return None
+        current = fileedit.read(change.target.path)
+        if current != change.old:  # the agent rewrote the file since it was read
+            change = plan(change.target, change.action)
+            continue
+        saved = None if current is None else fileedit.backup(change.target.path, backup_dir)
+        if change.new is None:
+            fileedit.remove(change.target.path)
+        else:
+            fileedit.atomic_write(change.target.path, change.new)
+        return saved
+    raise HookFileError(f"{change.target.path} keeps changing; try again")
+
+
+State = Literal["installed", "outdated", "absent", "no-file"]
+
+
+def state(t: HookTarget) -> State:
+    """installed: install would change nothing; outdated: Helix entries that differ;
+    absent: no Helix entries; no-file: an optional file that does not exist."""
+    old = fileedit.read(t.path)
+    if old is None and t.only_if_exists:
+        return "no-file"
+    if _new_text(t, "install", old) == old:
+        return "installed"
+    return "outdated" if _new_text(t, "uninstall", old) != old else "absent"

@@ -1,0 +1,1 @@
+"""Edges that read the agents' files: finding them under the roots, and tailing them."""

@@ -1,0 +1,188 @@
+"""The only code that opens agents' log files: stat, identity, fingerprint, bounded reads.
+
+The decision of where to resume is pure (``resume_offset``), so it is tested without
+files.  Rules (docs/cursor-and-identity.md):
+
+* a file is identified by (device, inode) plus a fingerprint of its first bytes; the path
+  is an attribute that may change (rename, archive);
+* size below the cursor, a different head, or a byte before the cursor that cannot end a
+  record means the file was truncated or replaced: read it again from 0 as a new
+  generation (natural keys keep the rows free of duplicates);
+* unchanged size, mtime and inode means nothing to read: the file is not even opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Final
+
+import zstandard
+
+from helixd.core.records import Cursor
+from helixd.core.redact import redact
+
+HEAD_BYTES: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+def stat_file(path: str) -> FileStat | None:
+    """Stat a regular file; None when it is gone or not a regular file."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    return FileStat(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def unchanged(cursor: Cursor | None, st: FileStat) -> bool:
+    """True when the file cannot hold anything new since the cursor was written."""
+    return (
+        cursor is not None
+        and cursor.size == st.size
+        and cursor.mtime_ns == st.mtime_ns
+        and cursor.ino == st.ino
+        and cursor.dev == st.dev
+    )
+
+
+def fingerprint(head: bytes) -> bytes:
+    return hashlib.blake2b(head, digest_size=16).digest()
+
+
+def read_at(f: BinaryIO, offset: int, size: int) -> bytes:
+    f.seek(offset)
+    return f.read(size)
+
+
+def resume_offset(
+    cursor: Cursor | None, size: int, head_hash: bytes | None, byte_before: bytes
+) -> tuple[int, bool]:
+    """Where to start reading: ``(offset, replaced)``.
+
+    ``head_hash`` is the fingerprint of the file's first ``cursor.head_len`` bytes now;
+    ``byte_before`` the byte at ``cursor.offset - 1`` now (empty when offset is 0).
+    """
+    if cursor is None:
+        return 0, False
+    if size < cursor.offset:
+        return 0, True
+    if cursor.head_len and head_hash != cursor.head_hash:
+        return 0, True
+    if cursor.offset and byte_before not in (b"\n", b"}"):
+        return 0, True
+    return cursor.offset, False
+
+
+def head_of(f: BinaryIO, length: int) -> bytes:
+    return read_at(f, 0, length)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One bounded read of a file, ending on a line boundary.
+
+    ``data`` ends after a newline unless ``at_eof`` (the adapter then decides about a
+    final line without newline).  ``oversized`` > 0 marks a line longer than the cap: its
+    bytes are not in ``data`` (they are streamed from ``path`` when stored) and it is
+    ``oversized`` bytes long, newline included."""
+
+    offset: int
+    data: bytes
+    at_eof: bool
+    oversized: int = 0
+
+
+def read_pieces(
+    f: BinaryIO, offset: int, size: int, chunk: int, max_line: int, whole: bool
+) -> Iterator[Piece]:
+    """The pieces of ``f`` from ``offset`` to ``size``: chunks of ``chunk`` bytes cut at the
+    last newline; a read grows (doubling, up to ``max_line``) while a line does not fit;
+    ``whole`` files come in one piece.  Stops before a partial line that is still growing."""
+    pos = offset
+    base = min(max(size - offset, chunk), max_line) if whole else chunk
+    while pos < size:
+        want = base
+        while True:
+            data = read_at(f, pos, min(want, size - pos))
+            if not data:
+                return
+            if pos + len(data) >= size:
+                yield Piece(pos, data, True)
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut or want >= max_line:
+                break
+            want = min(want * 2, max_line)
+        if cut:
+            yield Piece(pos, data[:cut], False)
+            pos += cut
+            continue
+        length = _line_length(f, pos, size)
+        if not length:
+            return
+        yield Piece(pos, b"", False, oversized=length)
+        pos += length
+
+
+def _line_length(f: BinaryIO, offset: int, size: int) -> int:
+    """Length of the line at ``offset`` including its newline; 0 if its end is not written."""
+    pos = offset
+    while pos < size:
+        piece = read_at(f, pos, min(1 << 20, size - pos))
+        if not piece:
+            return 0
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1 - offset
+        pos += len(piece)
+    return 0
+
+
+SIDECAR_MAX: Final = 64 * 1024
+
+
+def masked_sidecar(path: str | None) -> bytes | None:
+    """``read_sidecar`` with secrets masked, as ingest stores it with the cursor."""
+    data = read_sidecar(path)
+    return redact(data)[0] if data else data
+
+
+def read_sidecar(path: str | None) -> bytes | None:
+    """The first 64 KiB of an adapter's small companion file, or None."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read(SIDECAR_MAX)
+    except OSError:
+        return None
+
+
+def compress_range(f: BinaryIO, offset: int, length: int, mask: Callable[[bytes], bytes]) -> bytes:
+    """Stream-compress ``length`` bytes at ``offset`` (an over-long line kept raw), each
+    4 MiB piece passed through ``mask`` (secret redaction) first."""
+    comp = zstandard.ZstdCompressor(level=3).compressobj()
+    out: list[bytes] = []
+    pos = offset
+    while pos < offset + length:
+        piece = read_at(f, pos, min(1 << 22, offset + length - pos))
+        if not piece:
+            break
+        out.append(comp.compress(mask(piece)))
+        pos += len(piece)
+    out.append(comp.flush())
+    return b"".join(out)
