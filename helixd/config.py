@@ -9,7 +9,6 @@ or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment wit
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,36 +22,9 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
+from helixd.readconfig import ConfigError, parse_bytes
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
-    "t": 1000**4,
-    "tb": 1000**4,
-    "tib": 1024**4,
-}
-
-
-def parse_bytes(value: Any) -> int:
-    """``4GiB``, ``500MB``, ``1024`` -> bytes.  Raises ValueError with the accepted units."""
-    if isinstance(value, bool):
-        raise ValueError("a byte size, not a boolean")
-    if isinstance(value, int):
-        return value
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"not a byte size: {value!r} (use e.g. 512MiB, 4GiB, 1000000)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
+__all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
 ByteSize = Annotated[int, BeforeValidator(parse_bytes)]
 
@@ -61,10 +33,14 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _expand(value: Any) -> Any:
+    return Path(value).expanduser() if isinstance(value, str | Path) else value
+
+
 class StoreSettings(_Section):
-    db: Path = Field(
+    db: Annotated[Path, BeforeValidator(_expand)] = Field(
         default_factory=default_store_path,
-        description="SQLite store path (HELIX_STORE_DB overrides).",
+        description="SQLite store path (HELIX_STORE_DB overrides; ~ is expanded).",
     )
 
 
@@ -171,10 +147,6 @@ class _StoreDbEnv(PydanticBaseSettingsSource):
         return {"store": {"db": value}} if value else {}
 
 
-class ConfigError(ValueError):
-    """The configuration file or environment is invalid; the message says where."""
-
-
 def load(config: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings; ``config`` names the TOML file (must exist when given)."""
     path = config_path_in_use(config)
@@ -203,13 +175,7 @@ def price_table(settings: Settings) -> tuple[str, dict[str, dict[str, float]]]:
 def agent_roots(
     settings: Settings, adapters: Any, environ: Mapping[str, str], home: Path
 ) -> list[tuple[Any, Path]]:
-    """``[(adapter, root), ...]`` for every enabled adapter: configured roots, else its
-    defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``)."""
-    pairs: list[tuple[Any, Path]] = []
-    for adapter in adapters:
-        conf = settings.agent(adapter.name)
-        if not conf.enabled:
-            continue
-        roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
-        pairs.extend((adapter, root) for root in roots)
-    return pairs
+    """``[(adapter, root), ...]`` for every enabled adapter (``sources.discover.agent_roots``)."""
+    from helixd.sources.discover import agent_roots as roots
+
+    return roots(settings, adapters, environ, home)

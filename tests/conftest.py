@@ -98,6 +98,7 @@ def helixctl(home: Path, tmp_path: Path) -> RunCli:
         return proc
 
     run.db = db  # type: ignore[attr-defined]
+    run.env = cli_env(home, db)  # type: ignore[attr-defined]
     return run
 
 

@@ -1,3 +1,3 @@
-from helixd.cli.entry import main
+from helixd.cli.main import main
 
 main()

@@ -1,14 +1,23 @@
-"""What every ``helixctl`` command shares: exit codes, JSON output, the settings, the price
-table and opening the store.  Light (click and the standard library): the report commands
-load it without the rest of the CLI."""
+"""What every ``helixctl`` command shares: exit codes, JSON output, the settings (the light
+read settings, or the full model where a command needs all of it), the price table, times as
+typed, and opening the store for reading or writing.
+
+Light on purpose (click and the standard library): a read command pays for what it uses.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import time
+from datetime import tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+if TYPE_CHECKING:
+    from helixd.readconfig import ReadConfig
 
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
@@ -18,35 +27,115 @@ EXIT_STORE = 3
 def echo_json(value: Any) -> None:
     import orjson
 
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.buffer.write(
+        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    )
     sys.stdout.flush()
 
 
+def fail(ctx: click.Context, message: str, code: int) -> NoReturn:
+    """One line on stderr, then exit ``code``."""
+    click.echo(f"helixctl: {message}", err=True)
+    ctx.exit(code)
+    raise AssertionError("unreachable")  # ctx.exit raises
+
+
+def _config_path(ctx: click.Context) -> Path | None:
+    root = ctx.find_root()
+    value: Path | None = (root.obj or {}).get("config")
+    return value
+
+
+def read_settings(ctx: click.Context) -> ReadConfig:
+    """The settings a read needs (store, prices, budgets, roots), without the full model;
+    exit 2 naming the problem."""
+    from helixd.readconfig import ConfigError, ReadConfig, read_config
+
+    obj = ctx.find_root().ensure_object(dict)
+    cached = obj.get("read_settings")
+    if isinstance(cached, ReadConfig):
+        return cached
+    try:
+        obj["read_settings"] = loaded = read_config(_config_path(ctx))
+    except ConfigError as exc:
+        fail(ctx, str(exc), EXIT_USAGE)
+    return loaded
+
+
 def load_settings(ctx: click.Context) -> Any:
-    """The settings (``--config`` on the root command); exit 2 naming the problem."""
+    """The full settings model (commands that write or run passes); exit 2 naming the
+    problem."""
     from helixd import config
 
-    root = ctx.find_root()
     try:
-        return config.load((root.obj or {}).get("config"))
+        return config.load(_config_path(ctx))
     except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
+        fail(ctx, str(exc), EXIT_USAGE)
 
 
 def price_table(ctx: click.Context, loaded: Any) -> Any:
-    """The price table the config asks for; exit 2 naming the problem when it is bad."""
+    """The price table the full settings ask for; exit 2 naming the problem when it is bad."""
     from helixd import config
 
     try:
         return config.price_table(loaded)
     except config.ConfigError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
+        fail(ctx, str(exc), EXIT_USAGE)
+
+
+def prices(ctx: click.Context) -> tuple[str, dict[str, dict[str, float]]]:
+    """``(date, table)``: the price table the read settings ask for; exit 2 when bad."""
+    from helixd.core.pricing import PriceTableError, effective
+
+    rc = read_settings(ctx)
+    try:
+        return effective(rc.prices_table, rc.price_overrides)
+    except PriceTableError as exc:
+        fail(ctx, str(exc), EXIT_USAGE)
+
+
+def reader(ctx: click.Context) -> sqlite3.Connection:
+    """A read-only connection to the store; exit 3 naming the problem."""
+    from helixd.query import NoStore, open_reader
+
+    db = read_settings(ctx).store_db
+    try:
+        return open_reader(db)
+    except NoStore as exc:
+        fail(ctx, str(exc), EXIT_STORE)
+
+
+def zone(value: str | None) -> tzinfo | None:
+    """``--timezone``: an IANA name, ``UTC``; None (the system's zone) when not given."""
+    if not value:
+        return None
+    if value.upper() in ("UTC", "Z"):
+        from datetime import UTC
+
+        return UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise click.BadParameter(f"unknown time zone {value!r}", param_hint="--timezone") from exc
+
+
+def instant(value: str | None, hint: str, tz: tzinfo | None = None) -> int | None:
+    """A time as typed (``7d``, ``yesterday``, ISO-8601, …) in epoch ms; usage error when
+    it is not one."""
+    if value is None:
+        return None
+    from helixd.core.when import BadTime, parse_when
+
+    try:
+        return parse_when(value, int(time.time() * 1000), tz)
+    except BadTime as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
 async def open_store(path: Path, readonly: bool) -> Any:
-    """The store, or exit 3 naming the problem."""
+    """The store for a command that writes (or runs a pass), or exit 3 naming the problem."""
     from helixd.store import Store, StoreError
 
     try:

@@ -1,25 +1,13 @@
-"""``helixctl evict`` (the retention pass, spec §5.2) and ``helixctl env`` (the
-session-close export lines, spec §11.1).  Registered on ``helixctl`` by ``helixd.cli.main``."""
+"""``helixctl evict``: the retention pass (spec §5.2) from the command line."""
 
 from __future__ import annotations
 
 import asyncio
-import shlex
-from pathlib import Path
 from typing import Any
 
 import click
 
-from helixd.cli.common import (
-    EXIT_NOT_FOUND,
-    EXIT_STORE,
-    echo_json,
-    load_settings,
-    open_store,
-    price_table,
-)
-
-MCP_PREFIX = "mcp__"
+from helixd.cli.common import EXIT_STORE, echo_json, load_settings, open_store, price_table
 
 
 @click.command()
@@ -107,56 +95,3 @@ def _print_evict(s: dict[str, Any]) -> None:
             f"{_mb(s['distilled_cap'])} (nothing is dropped for it: review it)",
             err=True,
         )
-
-
-def export_lines(digest: dict[str, Any], store_db: Path) -> list[str]:
-    """The spec §11.1 ``export HELIX_*=...`` lines for one digest."""
-    cost = digest.get("cost") or {}
-    tools: dict[str, int] = digest.get("tool_histogram") or {}
-    calls = sum(tools.values())
-    mcp = sum(n for name, n in tools.items() if name.startswith(MCP_PREFIX))
-    share = round(mcp / calls, 3) if calls else 0.0
-    values = {
-        "HELIX_SESSION_UID": digest["session_uid"],
-        "HELIX_REPO": digest.get("repo") or "",
-        "HELIX_FLAVOR": digest.get("flavor") or "",
-        "HELIX_TOKENS": int(cost.get("input_tokens", 0)) + int(cost.get("output_tokens", 0)),
-        "HELIX_INFRA_OVERHEAD_SHARE": share,
-        "HELIX_STORE_DB": str(store_db.expanduser().resolve()),
-    }
-    return [f"export {k}={shlex.quote(str(v))}" for k, v in values.items()]
-
-
-@click.command()
-@click.argument("uid")
-@click.pass_context
-def env(ctx: click.Context, uid: str) -> None:
-    """Print the HELIX_* export lines of one session (spec §11.1), for
-    `eval "$(helixctl env UID)"`.  Exit 0 found, 1 not found or no digest yet."""
-    settings = load_settings(ctx)
-    code, lines = asyncio.run(_env(settings.store.db, uid))
-    if lines:
-        click.echo("\n".join(lines))
-    ctx.exit(code)
-
-
-async def _env(db: Path, uid: str) -> tuple[int, list[str]]:
-    store = await open_store(db, readonly=True)
-    try:
-        matches = await store.find_sessions(uid)
-        if len(matches) != 1:
-            what = "no session matches" if not matches else "ambiguous:"
-            click.echo(f"{what} {uid!r}", err=True)
-            for m in matches:
-                click.echo(f"  {m['uid']}", err=True)
-            return EXIT_NOT_FOUND, []
-        digest = await store.digest(matches[0]["id"])
-    finally:
-        await store.close()
-    if digest is None:
-        click.echo(f"session {matches[0]['uid']} has no digest yet", err=True)
-        return EXIT_NOT_FOUND, []
-    return 0, export_lines(digest, db)
-
-
-COMMANDS = (evict, env)

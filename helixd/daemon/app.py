@@ -231,7 +231,7 @@ class Daemon:
             return {"status": self.snapshot()}
         if req.op == "rescan":
             self.queue.put(RECONCILE)
-            return {"queued": [RECONCILE.strip()]}
+            return {"queued": ["reconcile"]}
         if req.op == "flush":
             try:
                 await asyncio.wait_for(self.queue.wait_idle(), req.timeout or 30)

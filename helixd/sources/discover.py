@@ -7,11 +7,40 @@ and the quick re-scan (``helixd.cli.rescan``) stats the same files without start
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from helixd.adapters import Adapter
+
+
+class AgentConf(Protocol):
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def roots(self) -> Sequence[Path]: ...
+
+
+class RootsConf(Protocol):
+    """What finding the roots needs of the settings (the full model or the read settings)."""
+
+    def agent(self, name: str) -> AgentConf: ...
+
+
+def agent_roots(
+    settings: RootsConf, adapters: Iterable[Adapter], environ: Mapping[str, str], home: Path
+) -> list[tuple[Adapter, Path]]:
+    """``[(adapter, root), ...]`` for every enabled adapter: configured roots, else its
+    defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``)."""
+    pairs: list[tuple[Adapter, Path]] = []
+    for adapter in adapters:
+        conf = settings.agent(adapter.name)
+        if not conf.enabled:
+            continue
+        roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
+        pairs.extend((adapter, root) for root in roots)
+    return pairs
 
 
 @dataclass(frozen=True, slots=True)

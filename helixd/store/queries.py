@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
-BUSY_TIMEOUT_MS: Final = 30_000
 _SUMS: Final = (
     "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
     " sum({p}cache_write_1h), sum({p}reasoning), {n}"
@@ -35,6 +33,7 @@ _HIT_NAMES: Final = (
     "body",
     "tool",
     "score",
+    "seq",
 )
 
 
@@ -47,26 +46,7 @@ class QueryError(ValueError):
     """The query cannot run as written (an FTS5 syntax error, say); the message says why."""
 
 
-class NoStore(RuntimeError):
-    """No usable store at the path."""
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection (never creates the file)."""
-    if not path.exists():
-        raise NoStore(f"no store at {path} (run `helixctl ingest` first)")
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        con.execute("SELECT 1 FROM usage_hours LIMIT 1")
-    except sqlite3.Error as exc:
-        raise NoStore(
-            f"cannot read store {path}: {exc} (run `helixctl ingest` to upgrade)"
-        ) from exc
-    return con
-
-
-def _session_filter(
+def session_filter(
     where: list[str],
     params: list[Any],
     agents: Sequence[str] = (),
@@ -123,7 +103,7 @@ def usage_by_day(
     if model:
         where.append("(b.model = ? OR substr(b.model, 1, ?) = ?)")
         params.extend([model, len(model) + 1, model + "-"])
-    _session_filter(where, params, agents, repo)
+    session_filter(where, params, agents, repo)
     sql = (
         f"SELECT {day} AS day, s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
         " JOIN sessions s ON s.id = b.session_id"
@@ -195,7 +175,7 @@ def usage_by_session(
     if model:
         where.append("(b.model = ? OR substr(b.model, 1, ?) = ?)")
         params.extend([model, len(model) + 1, model + "-"])
-    _session_filter(where, params, agents, repo)
+    session_filter(where, params, agents, repo)
     sql = (
         "SELECT s.uid, s.agent, s.repo, s.parent_uid, s.started_at, s.ended_at, b.model,"
         f" {BUCKET_SUMS} FROM usage_buckets b JOIN sessions s ON s.id = b.session_id"
@@ -216,7 +196,7 @@ def usage_records(
     if until is not None:
         where.append("u.ts < ?")
         params.append(until)
-    _session_filter(where, params, agents, repo)
+    session_filter(where, params, agents, repo)
     cond = " AND ".join(where)
     records = con.execute(
         "SELECT u.ts, u.model, u.input, u.output, u.cache_read, u.cache_write_5m,"
@@ -244,9 +224,11 @@ def search(
     since: int | None = None,
     until: int | None = None,
     kinds: Sequence[str] = (),
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Hits of an FTS5 query, best first (bm25), with what is left of each event's text
-    (its body, else its summary; nothing once the event row itself was evicted)."""
+    (its body, else its summary; nothing once the event row itself was evicted) and the
+    event's ``seq`` in its session (None once evicted)."""
     where = ["search MATCH ?"]
     params: list[Any] = [query]
     if since is not None:
@@ -258,15 +240,15 @@ def search(
     if kinds:
         where.append(f"d.kind IN ({','.join('?' * len(kinds))})")
         params.extend(kinds)
-    _session_filter(where, params, agents, repo)
+    session_filter(where, params, agents, repo)
     sql = (
         "SELECT d.id, d.kind, d.ts, s.uid, s.agent, s.repo, s.title, e.summary, e.body, e.tool,"
-        " bm25(search) AS score FROM search JOIN search_docs d ON d.id = search.rowid"
+        " bm25(search) AS score, e.seq FROM search JOIN search_docs d ON d.id = search.rowid"
         " JOIN sessions s ON s.id = d.session_id"
         " LEFT JOIN events e ON e.id = d.id AND e.session_id = d.session_id"
-        f" WHERE {' AND '.join(where)} ORDER BY score LIMIT ?"
+        f" WHERE {' AND '.join(where)} ORDER BY score LIMIT ? OFFSET ?"
     )
-    params.append(limit)
+    params.extend([limit, offset])
     try:
         rows = con.execute(sql, params).fetchall()
     except sqlite3.OperationalError as exc:
@@ -293,6 +275,11 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
     out["usage"] = con.execute(
         f"SELECT s.agent, s.repo, b.model, {BUCKET_SUMS} FROM usage_buckets b"
         " JOIN sessions s ON s.id = b.session_id WHERE b.bucket >= ? GROUP BY 1, 2, 3",
+        (lo // 900_000,),
+    ).fetchall()
+    out["model_sessions"] = con.execute(
+        "SELECT b.model, count(DISTINCT b.session_id) FROM usage_buckets b"
+        " WHERE b.bucket >= ? GROUP BY 1",
         (lo // 900_000,),
     ).fetchall()
     out["tools"] = con.execute(

@@ -1,0 +1,129 @@
+"""``helixctl ingest``: one sweep — read what is new in every transcript, rebuild the digests
+of the sessions that changed.  The first step (``helixd.ingest.plan``) finds out cheaply
+whether there is anything to do; only then does the full ingest start (settings model, event
+loop, the store opened for writing)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helixd.cli.common import echo_json, load_settings, open_store, price_table, read_settings
+
+
+def check_agents(agents: tuple[str, ...]) -> None:
+    """Usage error naming the known agents when ``--agent`` names an unknown one."""
+    from helixd.adapters import REGISTRY
+
+    known = {a.name for a in REGISTRY}
+    for name in agents:
+        if name not in known:
+            raise click.BadParameter(
+                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
+            )
+
+
+@click.command()
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Scan this directory instead of the agent's configured roots (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def ingest(
+    ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...], as_json: bool
+) -> None:
+    """Backfill every transcript once; a second run reads only what is new."""
+    from helixd.adapters import REGISTRY
+    from helixd.ingest.plan import idle_summary, plan
+    from helixd.sources.discover import agent_roots
+
+    started = time.perf_counter()
+    check_agents(agents)
+    rc = read_settings(ctx)
+    chosen = [a for a in REGISTRY if not agents or a.name in agents]
+    if roots:
+        pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
+    else:
+        pairs = agent_roots(rc, chosen, os.environ, Path.home())
+    first = plan(rc.store_db, pairs, {a.name: a.version for a in REGISTRY})
+    if first.idle:
+        summary = idle_summary(first, rc.store_db, pairs, started)
+    else:
+        settings = load_settings(ctx)
+        table = price_table(ctx, settings)
+        summary = asyncio.run(_ingest(settings, pairs, table))
+    if as_json:
+        echo_json(summary)
+    else:
+        from helixd.cli.printers import print_summary
+
+        print_summary(summary)
+
+
+async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]:
+    from helixd.adapters import REGISTRY
+    from helixd.ingest import digest
+    from helixd.ingest.pipeline import Ingestor, discover
+    from helixd.store import now_ms
+
+    store = await open_store(settings.store.db, readonly=False)
+    try:
+        ingestor = Ingestor(
+            store,
+            chunk_bytes=settings.ingest.chunk_bytes,
+            max_line_bytes=settings.ingest.max_line_bytes,
+        )
+        sources = list(discover(pairs))
+        with _Progress() as progress:
+            stats = await ingestor.backfill(sources, progress)
+        changed = await store.session_ids_changed_since_analysis()
+        digests = await digest.analyze(store, changed, now_ms(), table=table)
+        await store.checkpoint()
+        summary = stats.as_dict()
+        summary["digests_built"] = digests
+        summary["stale_files"] = await store.stale_file_count({a.name: a.version for a in REGISTRY})
+        summary["store"] = str(settings.store.db)
+        summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})
+        return summary
+    finally:
+        await store.close()
+
+
+class _Progress:
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+
+    def __enter__(self) -> Any:
+        if not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+        self.bar = Progress(
+            "ingest",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.bar.start()
+        self.task = self.bar.add_task("ingest", total=None)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if hasattr(self, "bar"):
+            self.bar.stop()

@@ -1,0 +1,148 @@
+"""``helixctl sessions | lookup | env``: which sessions there are, one session's digest, and
+its spec §11.1 export lines.  Answers from the store through ``helixd.query.sessions``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from helixd.cli.common import (
+    EXIT_NOT_FOUND,
+    echo_json,
+    instant,
+    prices,
+    read_settings,
+    reader,
+    zone,
+)
+
+
+def _resolved_or_exit(ctx: click.Context, res: Any, ref: str) -> None:
+    if res.status == "none":
+        click.echo(f"no session matches {ref!r}", err=True)
+        ctx.exit(EXIT_NOT_FOUND)
+    if res.status == "ambiguous":
+        click.echo(f"{ref!r} is ambiguous; candidates:", err=True)
+        for uid in res.candidates:
+            click.echo(f"  {uid}", err=True)
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+@click.command()
+@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option("--since", default=None, help="Active since (7d, yesterday, YYYY-MM-DD, ISO-8601).")
+@click.option("--until", default=None, help="Started before this time.")
+@click.option("--outcome", default=None, help="Only this digest outcome (success, fail, …).")
+@click.option("--model", default=None, help="Only sessions that used this model.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(0), help="0: all.")
+@click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many first.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Every session, without a limit, empty ones too."
+)
+@click.option("--timezone", "-z", "timezone", default=None, help="Zone for dates shown and typed.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of sessions).")
+@click.pass_context
+def sessions(
+    ctx: click.Context,
+    agents: tuple[str, ...],
+    repo: str | None,
+    since: str | None,
+    until: str | None,
+    outcome: str | None,
+    model: str | None,
+    limit: int,
+    offset: int,
+    everything: bool,
+    timezone: str | None,
+    as_json: bool,
+) -> None:
+    """List sessions, newest first, with their cost; those without a known time come last.
+    Sessions without any message (summary-only files and the like) show with --all."""
+    from helixd.query.sessions import SessionFilter, list_sessions
+
+    tz = zone(timezone)
+    f = SessionFilter(
+        agents=agents,
+        repo=repo,
+        since=instant(since, "--since", tz),
+        until=instant(until, "--until", tz),
+        outcome=outcome,
+        model=model,
+        include_empty=everything,
+    )
+    _, table = prices(ctx)
+    con = reader(ctx)
+    try:
+        page = list_sessions(con, f, table, None if everything or limit == 0 else limit, offset)
+    finally:
+        con.close()
+    if as_json:
+        echo_json(page.sessions)
+    elif not page.total:
+        click.echo(
+            "no sessions match" if offset or any(vars_of(f)) else "no sessions yet", err=True
+        )
+    else:
+        from helixd.cli.printers import print_sessions
+
+        print_sessions(page, tz)
+    if not as_json and page.shown < page.total:
+        click.echo(
+            f"{page.shown} of {page.total} shown (--limit N, --offset N or --all for more)",
+            err=True,
+        )
+
+
+def vars_of(f: Any) -> list[Any]:
+    return [f.agents, f.repo, f.since, f.until, f.outcome, f.model]
+
+
+@click.command()
+@click.argument("uid")
+@click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
+@click.pass_context
+def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
+    """Print one session's digest (no ingest is run).  UID is `agent:<id>`, the bare id,
+    or a unique prefix.  Exit 0 when found, 1 when not."""
+    from helixd.query.sessions import lookup as find
+
+    con = reader(ctx)
+    try:
+        found = find(con, uid)
+    finally:
+        con.close()
+    _resolved_or_exit(ctx, found.resolution, uid)
+    if found.digest is None:
+        assert found.resolution.session is not None
+        click.echo(f"session {found.resolution.session['uid']} has no digest yet", err=True)
+        ctx.exit(EXIT_NOT_FOUND)
+    if as_json:
+        echo_json(found.digest)
+    else:
+        from helixd.cli.printers import print_digest
+
+        print_digest(found.digest)
+
+
+@click.command()
+@click.argument("uid")
+@click.pass_context
+def env(ctx: click.Context, uid: str) -> None:
+    """Print the HELIX_* export lines of one session (spec §11.1), for
+    `eval "$(helixctl env UID)"`.  Exit 0 found, 1 not found or no digest yet."""
+    from helixd.query.env import export_lines
+    from helixd.query.sessions import lookup as find
+
+    con = reader(ctx)
+    try:
+        found = find(con, uid)
+    finally:
+        con.close()
+    _resolved_or_exit(ctx, found.resolution, uid)
+    if found.digest is None:
+        assert found.resolution.session is not None
+        click.echo(f"session {found.resolution.session['uid']} has no digest yet", err=True)
+        ctx.exit(EXIT_NOT_FOUND)
+    click.echo("\n".join(export_lines(found.digest, read_settings(ctx).store_db)))

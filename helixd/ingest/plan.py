@@ -1,0 +1,95 @@
+"""Is there anything to ingest?  The cheap first step of every ``helixctl ingest``.
+
+A re-scan is the command people (and cron) run most, and usually nothing is new.  This walks
+the roots, stats every file the adapters claim and compares it with its cursor (one read-only
+query), and checks the store needs no migration and no session waits for its digest.  When
+nothing is to do, the command prints the summary without starting the event loop or building
+the settings model; otherwise the full ingest runs, and decides again file by file with the
+same rule (``sources.tailer.unchanged``: size, mtime, inode and device as the cursor recorded).
+
+Light: the standard library, the adapters' registry and the light store modules.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helixd.adapters import Adapter
+from helixd.ingest.stats import IngestStats
+from helixd.sources.discover import discover
+from helixd.store import queries
+from helixd.store.readonly import NoStore, open_reader
+from helixd.store.schema import MIGRATIONS
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """``idle``: nothing to read, nothing vanished, no migration or digest due; ``reason``
+    says what the full ingest is for otherwise."""
+
+    idle: bool
+    reason: str
+    files_seen: int = 0
+    stale_files: int = 0
+
+
+def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, int]) -> Plan:
+    if not db.is_file():
+        return Plan(False, "no store yet")
+    try:
+        con = open_reader(db, busy_timeout_ms=2_000)
+    except NoStore:
+        return Plan(False, "the store needs opening for writing (first run or upgrade)")
+    try:
+        facts = queries.rescan_facts(con, versions)
+    except Exception as exc:  # sqlite3.Error: let the full ingest meet it and report it
+        return Plan(False, f"cannot read the cursors: {exc}")
+    finally:
+        con.close()
+    if facts["migrations"] != {name for name, _ in MIGRATIONS}:
+        return Plan(False, "the store needs a migration")
+    if facts["waiting"]:
+        return Plan(False, "digests are due")
+    known: dict[str, tuple[Any, ...]] = facts["files"]
+    seen: set[str] = set()
+    found = 0
+    for src in discover(pairs):
+        found += 1
+        try:
+            st = os.stat(src.path)
+        except OSError:
+            return Plan(False, f"{src.path} vanished during the scan")
+        if not stat_mod.S_ISREG(st.st_mode):
+            continue
+        cursor = known.get(src.path)
+        if cursor is None:
+            return Plan(False, f"new file {src.path}")
+        if cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
+            return Plan(False, f"{src.path} changed")
+        seen.add(src.path)
+    roots = {str(root) for _, root in pairs}
+    for path, (*_, gone_at) in known.items():
+        in_scope = any(path.startswith(os.path.join(r, "")) for r in roots)
+        if in_scope and path not in seen and gone_at is None and not os.path.exists(path):
+            return Plan(False, f"{path} vanished")
+    return Plan(True, "nothing new", found, facts["stale"])
+
+
+def idle_summary(
+    p: Plan, db: Path, pairs: Iterable[tuple[Adapter, Path]], started: float
+) -> dict[str, Any]:
+    """The summary a full ingest would print when it found nothing to do."""
+    summary = IngestStats(files_seen=p.files_seen, seconds=time.perf_counter() - started)
+    return {
+        **summary.as_dict(),
+        "digests_built": 0,
+        "stale_files": p.stale_files,
+        "store": str(db),
+        "roots": sorted({str(r) for _, r in pairs if Path(r).is_dir()}),
+    }

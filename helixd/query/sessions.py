@@ -1,0 +1,133 @@
+"""Questions about sessions: which there are (a page of them, with cost), which one a person
+means by what they typed, and everything known about one (its digest, its links, its files'
+problems)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import orjson
+
+from helixd.core.timeparse import iso
+from helixd.core.usage_report import cost
+from helixd.store import session_queries as sq
+from helixd.store.session_queries import SessionFilter
+
+__all__ = ["Lookup", "Resolution", "SessionFilter", "SessionPage", "list_sessions", "lookup"]
+
+TITLE_CHARS: Final = 120
+_TIMES: Final = (
+    "started_at",
+    "ended_at",
+    "discovered_at",
+    "ingested_at",
+    "changed_at",
+    "analyzed_at",
+    "evicted_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """``sessions`` of ``total`` kept by the filter, from ``offset``."""
+
+    sessions: list[dict[str, Any]]
+    total: int
+    offset: int
+    limit: int | None
+
+    @property
+    def shown(self) -> int:
+        return len(self.sessions)
+
+
+def _title(row: Mapping[str, Any]) -> str:
+    """The agent's title, else the first prompt (one line, cut), else ''."""
+    text = row.get("title") or row.get("first_prompt") or ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+
+
+def _costs(
+    con: sqlite3.Connection, ids: Sequence[int], prices: Mapping[str, Mapping[str, float]]
+) -> dict[int, tuple[float, int]]:
+    """``{session_id: (usd, tokens)}`` of each session's own usage at today's prices."""
+    out: dict[int, tuple[float, int]] = {}
+    for sid, model, *c in sq.usage_of_sessions(con, ids):
+        usd, tokens = out.get(sid, (0.0, 0))
+        out[sid] = (usd + cost(prices, model, c), tokens + sum(c[:5]))
+    return out
+
+
+def list_sessions(
+    con: sqlite3.Connection,
+    f: SessionFilter,
+    prices: Mapping[str, Mapping[str, float]],
+    limit: int | None = 50,
+    offset: int = 0,
+) -> SessionPage:
+    """Sessions newest first (those with no known time last), each with a display title, its
+    cost and tokens at today's prices, and ISO times beside the epoch-ms ones."""
+    rows, total = sq.list_sessions(con, f, limit, offset)
+    costs = _costs(con, [r["id"] for r in rows], prices)
+    for r in rows:
+        usd, tokens = costs.get(r["id"], (0.0, 0))
+        r["cost_usd"] = round(usd, 6)
+        r["tokens"] = tokens
+        r["display_title"] = _title(r)
+        for k in _TIMES:
+            r[k + "_iso"] = iso(r[k])
+    return SessionPage(rows, total, offset, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a typed reference (``claude:<id>``, a bare id, a prefix) names: ``found`` one
+    session, several (``ambiguous``: the candidates), or ``none``."""
+
+    status: Literal["found", "ambiguous", "none"]
+    session: dict[str, Any] | None = None
+    candidates: list[str] = field(default_factory=list)
+
+
+def resolve(con: sqlite3.Connection, ref: str) -> Resolution:
+    matches = sq.find_sessions(con, ref.strip())
+    if not matches:
+        return Resolution("none")
+    if len(matches) > 1:
+        return Resolution("ambiguous", candidates=[m["uid"] for m in matches])
+    return Resolution("found", session=matches[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """One session: its row, its digest (None until the analyze pass built it), the sessions
+    it spawned (subagents, forks) and its parent's row, and its files' problems."""
+
+    resolution: Resolution
+    digest: dict[str, Any] | None = None
+    children: list[dict[str, Any]] = field(default_factory=list)
+    parent: dict[str, Any] | None = None
+    problems: dict[str, int] = field(default_factory=dict)
+
+
+def lookup(con: sqlite3.Connection, ref: str) -> Lookup:
+    res = resolve(con, ref)
+    if res.session is None:
+        return Lookup(res)
+    s = res.session
+    raw = sq.digest_json(con, s["id"])
+    parent = None
+    if s["parent_uid"]:
+        found = sq.find_sessions(con, s["parent_uid"], limit=1)
+        parent = found[0] if found and found[0]["uid"] == s["parent_uid"] else None
+    return Lookup(
+        resolution=res,
+        digest=orjson.loads(raw) if raw else None,
+        children=sq.children(con, s["uid"]),
+        parent=parent,
+        problems=sq.file_problems(con, s["id"]),
+    )

@@ -1,0 +1,94 @@
+"""Token usage and cost: per day, week, month or session (ccusage's JSON shapes), and every
+session and file of a repo in a time range, optionally per phase (the Hegel attribution).
+
+Reports read the usage rollups (15-minute buckets, and hours for whole-hour zones), never the
+per-response rows, so they cost a few hundred rows whatever the history; ``tokens`` reads the
+per-response rows of its range for exact boundaries.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta, tzinfo
+from typing import Any, Final
+
+from helixd.core.timeparse import iso
+from helixd.core.usage_report import (
+    BUCKET_MS,
+    Prices,
+    attribute,
+    day_start_ms,
+    offset_segments,
+    period_report,
+    session_report,
+)
+from helixd.store import queries
+
+PERIODS: Final = ("daily", "weekly", "monthly", "session")
+WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportQuery:
+    """``period`` of ``PERIODS``; ``first_day``/``last_day`` inclusive, local days in ``tz``
+    (None: the system's zone); ``week_start`` an index of ``WEEKDAYS``."""
+
+    period: str
+    first_day: date | None = None
+    last_day: date | None = None
+    tz: tzinfo | None = None
+    agents: Sequence[str] = ()
+    repo: str | None = None
+    model: str | None = None
+    week_start: int = 6
+
+
+def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str, Any]:
+    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``."""
+    if q.period not in PERIODS:
+        raise ValueError(f"unknown period {q.period!r} (one of {', '.join(PERIODS)})")
+    lo = day_start_ms(q.first_day, q.tz) // BUCKET_MS if q.first_day else None
+    hi = day_start_ms(q.last_day + timedelta(days=1), q.tz) // BUCKET_MS if q.last_day else None
+    if q.period == "session":
+        rows = queries.usage_by_session(con, lo, hi, q.agents, q.repo, q.model)
+        return session_report(rows, prices, iso)
+    span = queries.bucket_span(con)
+    first, last = span or (0, 0)
+    segments = offset_segments(max(first, lo or 0), min(last, hi or last), q.tz)
+    hourly = not q.repo and all(off % 3600 == 0 for _, off in segments)
+    hourly = hourly and all(b is None or b % 4 == 0 for b in (lo, hi))
+    if hourly:
+        rows = queries.usage_by_day_hourly(con, segments, lo, hi, q.agents, q.model)
+    else:
+        rows = queries.usage_by_day(con, segments, lo, hi, q.agents, q.repo, q.model)
+    return period_report(rows, q.period, prices, q.week_start)
+
+
+def tokens(
+    con: sqlite3.Connection,
+    repo: str,
+    since: int,
+    until: int | None,
+    prices: Prices,
+    agents: Sequence[str] = (),
+    transitions: Sequence[tuple[int, str]] = (),
+) -> dict[str, Any]:
+    """Usage of every session of ``repo`` in ``[since, until)``: the sessions, their files,
+    totals, and per phase when ``transitions`` (``(ms, phase)``, in order) are given."""
+    records, sessions = queries.usage_records(con, since, until, repo, agents)
+    doc = attribute(records, list(transitions), prices)
+    for p in doc["phases"]:
+        p["start"], p["end"] = iso(p["start"]), iso(p["end"])
+    return {
+        "repo": repo,
+        "since": iso(since),
+        "until": iso(until),
+        "sessions": [
+            {"uid": u, "agent": a, "cwd": c, "started_at": iso(s), "ended_at": iso(e), "files": f}
+            for u, a, c, s, e, f in sessions
+        ],
+        "files": sum(s[5] for s in sessions),
+        **doc,
+    }

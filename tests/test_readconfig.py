@@ -1,0 +1,128 @@
+"""The light reader of the settings a read needs agrees with the full pydantic model, for every
+source (defaults, TOML file, HELIX_* environment, HELIX_STORE_DB) and names what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helixd import config
+from helixd.readconfig import BUDGET_KEYS, ConfigError, ReadConfig, read_config
+
+CASES: list[tuple[str, str, dict[str, str]]] = [
+    ("defaults", "", {}),
+    ("store in file", '[store]\ndb = "/srv/h.db"\n', {}),
+    ("store with tilde", '[store]\ndb = "~/mem/h.db"\n', {}),
+    ("HELIX_STORE_DB wins over file", '[store]\ndb = "/a.db"\n', {"HELIX_STORE_DB": "/b.db"}),
+    ("HELIX_STORE__DB", "", {"HELIX_STORE__DB": "/c.db"}),
+    ("both env names", "", {"HELIX_STORE__DB": "/c.db", "HELIX_STORE_DB": "/d.db"}),
+    ("lower-case env name", "", {"helix_store__db": "/e.db"}),
+    ("HELIX_STORE_DB is read as written", "", {"helix_store_db": "/f.db"}),
+    (
+        "budgets with units",
+        '[retention]\nraw_soft_cap_bytes = "512MiB"\nraw_hard_cap_bytes = 1000000000\n',
+        {"HELIX_RETENTION__DISTILLED_CAP_BYTES": "2GB"},
+    ),
+    (
+        "prices",
+        '[prices]\ntable = "~/p.json"\n[prices.models."m-1"]\ninput = 1.5\noutput = 2\n',
+        {},
+    ),
+    (
+        "agents",
+        '[agents.claude]\nroots = ["~/x", "/y"]\n[agents.codex]\nenabled = false\n',
+        {"HELIX_AGENTS__GROK__ROOTS": '["/g"]', "HELIX_AGENTS__GEMINI__ENABLED": "false"},
+    ),
+    ("unrelated keys ignored", '[daemon]\ndebounce_ms = 5\n[ingest]\nchunk_bytes = "1MiB"\n', {}),
+    # Forms the light reader does not interpret itself: it builds the full model.
+    ("whole section as JSON", "", {"HELIX_STORE": '{"db": "/json.db"}'}),
+    ("one model's price from env", "", {"HELIX_PRICES__MODELS__X__INPUT": "3"}),
+]
+
+
+def _comparable(rc: ReadConfig) -> dict[str, object]:
+    return {
+        "db": rc.store_db,
+        "table": rc.prices_table,
+        "overrides": {m: dict(v) for m, v in rc.price_overrides.items()},
+        "budgets": dict(rc.budgets),
+        "agents": {n: (a.enabled, a.roots) for n, a in rc.agents.items()},
+    }
+
+
+def _full(cfg: Path | None) -> dict[str, object]:
+    s = config.load(cfg)
+    return {
+        "db": s.store.db,
+        "table": s.prices.table.expanduser() if s.prices.table else None,
+        "overrides": s.prices.overrides(),
+        "budgets": {k: getattr(s.retention, k) for k in BUDGET_KEYS},
+        "agents": {
+            n: (a.enabled, tuple(r.expanduser() for r in a.roots)) for n, a in s.agents.items()
+        },
+    }
+
+
+@pytest.mark.parametrize(("name", "toml", "env"), CASES, ids=[c[0] for c in CASES])
+def test_the_light_reader_agrees_with_the_full_model(
+    name: str, toml: str, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in [k for k in __import__("os").environ if k.upper().startswith("HELIX_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    cfg = None
+    if toml:
+        cfg = tmp_path / "config.toml"
+        cfg.write_text(toml)
+    light = _comparable(read_config(cfg))
+    assert light == _full(cfg)
+    assert light["db"] != Path("~") and "~" not in str(light["db"])
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "says"),
+    [
+        ("[store]\ndb = 3\n", {}, "db in [store]"),
+        ('[retention]\nraw_soft_cap_bytes = "lots"\n', {}, "raw_soft_cap_bytes in [retention]"),
+        ("", {"HELIX_RETENTION__RAW_HARD_CAP_BYTES": "9 parsecs"}, "HELIX_RETENTION__RAW_HARD"),
+        ('[agents.claude]\nroots = "/x"\n', {}, "roots in [agents.claude]"),
+        ("", {"HELIX_AGENTS__CLAUDE__ROOTS": "/x"}, "HELIX_AGENTS__CLAUDE__ROOTS"),
+        ('[prices.models."m"]\ninptu = 1\n', {}, "inptu in [prices.models"),
+        ("[store\n", {}, "not TOML"),
+    ],
+)
+def test_a_bad_value_names_its_key_and_where_it_was_set(
+    toml: str, env: dict[str, str], says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(toml)
+    with pytest.raises(ConfigError, match=r".*") as err:
+        read_config(cfg)
+    assert says in str(err.value)
+
+
+def test_a_named_config_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        read_config(tmp_path / "nope.toml")
+
+
+def test_reading_the_read_settings_does_not_import_pydantic(tmp_path: Path) -> None:
+    code = (
+        "import sys; from helixd.readconfig import read_config; read_config();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('pydantic', 'pydantic_settings', 'aiosqlite', 'structlog', 'rich')))"
+    )
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
