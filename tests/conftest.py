@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from helixd.store import Store
+from helixd.store.database import Store
 
 if TYPE_CHECKING:
     from tests.daemon_helpers import Helixd

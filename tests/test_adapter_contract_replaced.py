@@ -21,7 +21,7 @@ import pytest
 
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store
+from helixd.store.database import Store
 from tests.contract_helpers import samples
 
 

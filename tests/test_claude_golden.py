@@ -64,7 +64,7 @@ import pytest
 from helixd.adapters import claude
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"
 CCUSAGE = Path(__file__).parent / "fixtures" / "ccusage" / "claude-session.json"

@@ -22,7 +22,7 @@ from helixd.adapters import codex
 from helixd.adapters.base import Chunk, FileContext
 from helixd.core.records import Parsed
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store
+from helixd.store.database import Store
 from tests.contract_helpers import feed
 
 FIX = Path(__file__).parent / "fixtures" / "codex"

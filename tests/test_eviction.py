@@ -23,7 +23,8 @@ from helixd.cli.retention import export_lines
 from helixd.config import RetentionSettings
 from helixd.core.retention import Policy, select_evictions
 from helixd.ingest.eviction import evict_pass
-from helixd.store import Store, evict, now_ms
+from helixd.store import evict
+from helixd.store.database import Store, now_ms
 from tests.conftest import REPO, cli_env, copy_claude_fixtures
 
 

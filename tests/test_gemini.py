@@ -23,7 +23,7 @@ from helixd.adapters.base import Chunk, FileContext
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
-from helixd.store import Store
+from helixd.store.database import Store
 
 FIX = Path(__file__).parent / "fixtures" / "gemini"
 MISCHA = FIX / "mischa-thisness__M-Gemini" / "chats"

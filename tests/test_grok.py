@@ -21,7 +21,7 @@ from helixd.adapters.base import Chunk, FileContext
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
-from helixd.store import Store
+from helixd.store.database import Store
 from tests.contract_helpers import feed
 
 FIX = Path(__file__).parent / "fixtures" / "grok"

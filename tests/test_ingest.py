@@ -11,7 +11,7 @@ import orjson
 from helixd.adapters import claude
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
 
 SID = "11111111-2222-4333-8444-555555555555"

@@ -21,7 +21,7 @@ from helixd.ingest import pipeline as ingest
 from helixd.ingest.pipeline import Ingestor, IngestStats, Source, discover
 from helixd.sources import tailer
 from helixd.sources.tailer import FileStat
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 
 SIDS = ("aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002")
 

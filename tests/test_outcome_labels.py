@@ -35,7 +35,7 @@ import pytest
 from helixd.adapters import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OUTCOMES = ("success", "fail", "abandoned", "unknown")

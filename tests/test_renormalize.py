@@ -17,7 +17,7 @@ from helixd.core.records import Parsed
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 from tests.conftest import RunCli
 from tests.daemon_helpers import Helixd, wait_for
 from tests.db_snapshot import snapshot

@@ -14,7 +14,7 @@ from helixd.core.retention import Eviction
 from helixd.core.signals import extract
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 from tests.test_renormalize import FIXTURES, ingest_and_analyze, lay_out, old_version
 
 GROK = next(a for a in REGISTRY if a.name == "grok")

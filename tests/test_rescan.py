@@ -11,8 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from helixd.cli.rescan import quick_rescan
+
 from tests.conftest import FIXTURES, REPO, cli_env
 
 HELIXCTL = Path(sys.executable).parent / "helixctl"

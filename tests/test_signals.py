@@ -18,7 +18,7 @@ from helixd.adapters import REGISTRY
 from helixd.core.signals import SIGNAL_COLUMNS, extract, summarize
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STATUSES = {"success", "error", "rejected", "interrupted", "missing"}

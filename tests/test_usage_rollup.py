@@ -10,7 +10,7 @@ from pathlib import Path
 from helixd.adapters import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
 
 COUNTERS = "sum(input), sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h)"

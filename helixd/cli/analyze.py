@@ -45,7 +45,7 @@ async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any
 
     from helixd.cli.common import open_store
     from helixd.ingest import digest
-    from helixd.store import now_ms
+    from helixd.store.database import now_ms
 
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await open_store(settings.store.db, readonly=False)
@@ -112,7 +112,7 @@ async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     from helixd.cli.common import open_store
     from helixd.ingest import digest
     from helixd.ingest.renormalize import renormalize as run
-    from helixd.store import now_ms
+    from helixd.store.database import now_ms
 
     logs.configure("warning")  # the summary is printed; problems go to stderr
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)

@@ -136,7 +136,7 @@ def instant(value: str | None, hint: str, tz: tzinfo | None = None) -> int | Non
 
 async def open_store(path: Path, readonly: bool) -> Any:
     """The store for a command that writes (or runs a pass), or exit 3 naming the problem."""
-    from helixd.store import Store, StoreError
+    from helixd.store.database import Store, StoreError
 
     try:
         return await Store.open(path, readonly=readonly)

@@ -75,7 +75,7 @@ async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]
     from helixd.adapters import REGISTRY
     from helixd.ingest import digest
     from helixd.ingest.pipeline import Ingestor, discover
-    from helixd.store import now_ms
+    from helixd.store.database import now_ms
 
     store = await open_store(settings.store.db, readonly=False)
     try:

@@ -36,7 +36,7 @@ async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
     from helixd import logs
     from helixd.ingest import digest
     from helixd.ingest.eviction import evict_pass
-    from helixd.store import now_ms
+    from helixd.store.database import now_ms
 
     logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
     store = await open_store(settings.store.db, readonly=False)

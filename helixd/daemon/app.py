@@ -41,7 +41,7 @@ from helixd.daemon.workqueue import RECONCILE, WorkQueue
 from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
-from helixd.store import Store, now_ms
+from helixd.store.database import Store, now_ms
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0

@@ -28,7 +28,7 @@ from helixd.core.signals import Marker, Signals, extract, summarize
 from helixd.core.timeparse import iso
 
 if TYPE_CHECKING:
-    from helixd.store import Store
+    from helixd.store.database import Store
 
 SCHEMA_VERSION: Final = 2  # 2: tool_calls / test_runs / files summaries, first_seq
 SNIPPET_CHARS: Final = 280

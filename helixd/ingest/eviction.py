@@ -16,7 +16,7 @@ import structlog
 from helixd.core.retention import Plan, Policy, select_evictions
 
 if TYPE_CHECKING:
-    from helixd.store import Store
+    from helixd.store.database import Store
 
 log = structlog.get_logger("helixd.retention")
 

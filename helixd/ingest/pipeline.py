@@ -44,7 +44,7 @@ from helixd.sources.tailer import (
     stat_file,
     unchanged,
 )
-from helixd.store import Batch, Store
+from helixd.store.database import Batch, Store
 
 __all__ = ["IngestStats", "Ingestor", "Source", "discover"]
 

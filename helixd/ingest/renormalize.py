@@ -28,7 +28,7 @@ import zstandard
 from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.sources.tailer import masked_sidecar
-from helixd.store import Batch, Store
+from helixd.store.database import Batch, Store
 from helixd.store.renorm import Group, StoredRaw
 
 log = structlog.get_logger("helixd.renormalize")
