@@ -27,8 +27,8 @@ from ccusage_baseline import corpus_env, ensure_ccusage, run_once
 REPO = Path(__file__).resolve().parent.parent
 HELIXCTL = [sys.executable, "-m", "helixd.cli.main"]
 # The console script users run: `helixctl ingest` with nothing new is answered by its quick
-# path (helixd/cli_rescan.py) without starting the full CLI.
-CONSOLE = [sys.executable, "-c", "from helixd.cli.entry import main; main()"]
+# first step (helixd/ingest/plan.py) without starting the full ingest.
+CONSOLE = [str(Path(sys.executable).parent / "helixctl")]
 
 
 def corpus_bytes(home: Path, agents: list[str]) -> int:

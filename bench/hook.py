@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def helixctl() -> list[str]:
     exe = shutil.which("helixctl", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "helixd.cli.entry"]
+    return [exe] if exe else [sys.executable, "-m", "helixd.cli.main"]
 
 
 def measure(env: dict[str, str], runs: int, payload: bytes) -> list[float]:

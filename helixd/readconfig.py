@@ -51,6 +51,39 @@ BUDGET_DEFAULTS: Final = {
     "raw_hard_cap_bytes": 6 * 1024**3,
     "distilled_cap_bytes": 1024**3,
 }
+# Every key of the config file, by section (``tests/test_readconfig.py`` checks this against
+# the full model): a key not here is a typo, named with the closest valid one even by reads.
+KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
+    "store": frozenset({"db"}),
+    "ingest": frozenset({"chunk_bytes", "max_line_bytes"}),
+    "daemon": frozenset(
+        {
+            "watch",
+            "debounce_ms",
+            "reconcile_seconds",
+            "fallback_scan_seconds",
+            "analyze_seconds",
+            "evict_seconds",
+            "renormalize_seconds",
+            "idle_close_minutes",
+            "max_read_bytes",
+            "shutdown_seconds",
+            "log_level",
+        }
+    ),
+    "retention": frozenset(
+        {
+            "raw_soft_cap_bytes",
+            "raw_hard_cap_bytes",
+            "raw_max_age_days",
+            "distilled_cap_bytes",
+            "stage_payloads_first",
+        }
+    ),
+    "agents": frozenset(),  # a table per agent: AGENT_KEYS
+    "prices": frozenset({"table", "models"}),
+}
+AGENT_KEYS: Final = frozenset({"enabled", "roots"})
 _TRUE: Final = frozenset({"1", "true", "yes", "on", "y", "t"})
 _FALSE: Final = frozenset({"0", "false", "no", "off", "n", "f"})
 
@@ -113,10 +146,45 @@ def read_config(config: Path | None = None, environ: Mapping[str, str] = os.envi
             doc = tomllib.loads(data.decode("utf-8", errors="replace"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid configuration ({path}): not TOML: {exc}") from None
+    check_keys(doc, path)
     env = _helix_env(environ)
     if not _understood(env):
         return _from_full_model(config)
     return _build(path, doc, env)
+
+
+def _closest(word: str, choices: frozenset[str] | dict[str, frozenset[str]]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.4)
+    return f"; did you mean {near[0]!r}?" if near else f" (valid: {', '.join(sorted(choices))})"
+
+
+def check_keys(doc: dict[str, Any], path: Path) -> None:
+    """ConfigError naming an unknown section or key, its section, and the closest valid one."""
+    for section, table in doc.items():
+        if section not in KNOWN_KEYS:
+            raise ConfigError(
+                f"invalid configuration ({path}): unknown section [{section}]"
+                + _closest(section, KNOWN_KEYS)
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"invalid configuration ({path}): [{section}] must be a table")
+        if section == "agents":
+            for agent, keys in table.items():
+                for key in keys if isinstance(keys, dict) else ():
+                    if key not in AGENT_KEYS:
+                        raise ConfigError(
+                            f"invalid configuration ({path}): unknown key {key!r} in"
+                            f" [agents.{agent}]" + _closest(key, AGENT_KEYS)
+                        )
+            continue
+        for key in table:
+            if key not in KNOWN_KEYS[section] and not (section == "prices" and key == "models"):
+                raise ConfigError(
+                    f"invalid configuration ({path}): unknown key {key!r} in [{section}]"
+                    + _closest(key, KNOWN_KEYS[section])
+                )
 
 
 def _helix_env(environ: Mapping[str, str]) -> dict[str, str]:

@@ -58,10 +58,12 @@ def test_invalid_config_is_a_clear_error(tmp_path: Path, bad: str) -> None:
 
 
 def test_invalid_config_exits_2_from_the_cli(tmp_path: Path) -> None:
+    """A command that uses the whole configuration validates all of it (a read command
+    checks the keys' names and the values it uses: tests/test_readconfig.py)."""
     cfg = tmp_path / "c.toml"
     cfg.write_text('[ingest]\nchunk_bytes = "lots"\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "--config", str(cfg), "sessions"],
+        [sys.executable, "-m", "helixd.cli.main", "--config", str(cfg), "ingest"],
         env=cli_env(tmp_path, tmp_path / "s.db"),
         capture_output=True,
         text=True,

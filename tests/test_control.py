@@ -41,7 +41,7 @@ def hook(d: Helixd, agent: str, payload: dict[str, object], argv: bool = False) 
     args = ["hook", agent] + ([json.dumps(payload)] if argv else [])
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.entry", *args],
+        [sys.executable, "-m", "helixd.cli.main", *args],
         env=d.env,
         cwd=REPO,
         input=b"" if argv else json.dumps(payload).encode(),
@@ -132,7 +132,7 @@ def test_each_agents_hook_payload_queues_its_session(daemon: Helixd, home: Path)
     grok_sid = next(p.name for p in (home / ".grok/sessions" / grok_dir.name).iterdir())
     env = {**daemon.env, "GROK_HOOK_EVENT": "SessionEnd", "GROK_SESSION_ID": grok_sid}
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.entry", "hook", "claude"],
+        [sys.executable, "-m", "helixd.cli.main", "hook", "claude"],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -309,7 +309,7 @@ def test_hook_never_fails_the_agent(tmp_path: Path, daemon: Helixd) -> None:
     """Garbage on stdin, no daemon, an unwritable spool: still exit 0, nothing on stdout."""
     env = {**daemon.env, "HELIX_STATE_DIR": "/proc/helix-cannot-write-here"}
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.entry", "hook", "claude"],
+        [sys.executable, "-m", "helixd.cli.main", "hook", "claude"],
         env=env,
         cwd=REPO,
         input=b"\xff not json",
@@ -345,7 +345,7 @@ def test_codex_notify_chains_the_users_own_program(daemon: Helixd, tmp_path: Pat
         payload,
     ]
     proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.entry", *args],
+        [sys.executable, "-m", "helixd.cli.main", *args],
         env=daemon.env,
         cwd=REPO,
         capture_output=True,

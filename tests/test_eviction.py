@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from helixd.cli.main import main
-from helixd.cli.retention import export_lines
 from helixd.config import RetentionSettings
 from helixd.core.retention import Policy, select_evictions
 from helixd.ingest.eviction import evict_pass
+from helixd.query.env import export_lines
 from helixd.store import evict
 from helixd.store.database import Store, now_ms
 from tests.conftest import REPO, cli_env, copy_claude_fixtures

@@ -126,3 +126,35 @@ def test_reading_the_read_settings_does_not_import_pydantic(tmp_path: Path) -> N
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_known_keys_are_the_models_keys() -> None:
+    from helixd.readconfig import AGENT_KEYS, KNOWN_KEYS
+
+    model = config.Settings.model_fields
+    assert set(KNOWN_KEYS) == set(model)
+    for section, keys in KNOWN_KEYS.items():
+        if section == "agents":
+            assert AGENT_KEYS == set(config.AgentSettings.model_fields)
+            continue
+        annotation = model[section].annotation
+        assert keys == set(annotation.model_fields), section  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ("[store]\ndb_path = '/x'\n", "unknown key 'db_path' in [store]; did you mean 'db'?"),
+        ("[retenton]\n", "unknown section [retenton]; did you mean 'retention'?"),
+        ("[agents.claude]\nroot = []\n", "unknown key 'root' in [agents.claude]; did you mean"),
+        ("[daemon]\ndebounce = 5\n", "did you mean 'debounce_ms'?"),
+    ],
+)
+def test_a_typo_names_the_key_its_section_and_the_closest_valid_key(
+    toml: str, says: str, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(toml)
+    with pytest.raises(ConfigError) as err:
+        read_config(cfg)
+    assert says in str(err.value)

@@ -1,8 +1,11 @@
-"""``helixctl ingest`` with nothing new answers without the full CLI (helixd/cli_rescan.py),
-says exactly what the full ingest says, and steps aside whenever there is work to do."""
+"""``helixctl ingest`` first asks whether there is anything to do (``helixd.ingest.plan``):
+with nothing new it answers exactly what the full ingest answers, without starting it, and
+any work — a new line, a new or vanished file, a digest due — goes to the full ingest."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -11,91 +14,114 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helixd.cli.rescan import quick_rescan
 
+from helixd import config
+from helixd.adapters import REGISTRY
+from helixd.cli.ingest import _ingest
+from helixd.ingest.plan import Plan, idle_summary, plan
+from helixd.readconfig import read_config
+from helixd.sources.discover import agent_roots
 from tests.conftest import FIXTURES, REPO, cli_env
 
 HELIXCTL = Path(sys.executable).parent / "helixctl"
 SESSION = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+VERSIONS = {a.name: a.version for a in REGISTRY}
 
 
 @pytest.fixture
-def world(home: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def world(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, dict[str, str]]:
     project = home / ".claude" / "projects" / "p"
     project.mkdir(parents=True)
     for f in (FIXTURES / "claude" / "d-kimuson__claude-code-viewer").glob("*.jsonl"):
         shutil.copy(f, project)
     env = cli_env(home, tmp_path / "store" / "helix.db")
+    for k in [k for k in os.environ if k.startswith(("HELIX_", "CLAUDE_", "CODEX_"))]:
+        monkeypatch.delenv(k)
+    for k in ("HOME", "HELIX_STORE_DB", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(k, env[k])
     run(env, "ingest")
     return project, env
 
 
-def run(env: dict[str, str], *args: str, console: bool = False) -> str:
-    cmd = [str(HELIXCTL)] if console else [sys.executable, "-m", "helixd.cli.main"]
+def run(env: dict[str, str], *args: str) -> str:
     proc = subprocess.run(
-        [*cmd, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+        [str(HELIXCTL), *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
     )
+    assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-def quick(env: dict[str, str]) -> dict[str, object] | None:
-    return quick_rescan(env, Path(env["HOME"]))
+def first_step(env: dict[str, str]) -> Plan:
+    rc = read_config()
+    return plan(rc.store_db, agent_roots(rc, REGISTRY, env, Path(env["HOME"])), VERSIONS)
 
 
 def without_clock(doc: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in doc.items() if k != "seconds"}
 
 
-def test_nothing_new_is_answered_quickly_and_alike(world: tuple[Path, dict[str, str]]) -> None:
+def test_nothing_new_is_answered_without_the_full_ingest_and_alike(
+    world: tuple[Path, dict[str, str]],
+) -> None:
     _, env = world
-    assert quick(env) is not None
-    fast = orjson.loads(run(env, "ingest", "--json", console=True))
-    full = orjson.loads(run(env, "ingest", "--json"))
-    assert without_clock(fast) == without_clock(full)
-    assert fast["files"] == 4 and fast["bytes"] == 0 and fast["digests_built"] == 0
-    text = run(env, "ingest", console=True)
-    assert text.startswith("files 4 (read 0, gone 0), bytes 0,")
+    step = first_step(env)
+    assert step.idle and step.files_seen == 4
+    rc = read_config()
+    pairs = agent_roots(rc, REGISTRY, env, Path(env["HOME"]))
+    settings = config.load()
+    full = asyncio.run(_ingest(settings, pairs, config.price_table(settings)))
+    quick = idle_summary(step, rc.store_db, pairs, 0.0)
+    assert without_clock(quick) == without_clock(full)
+    assert orjson.loads(run(env, "ingest", "--json"))["bytes"] == 0
+    assert run(env, "ingest").startswith("files 4 (read 0, gone 0), bytes 0,")
 
 
 def test_any_work_goes_to_the_full_ingest(world: tuple[Path, dict[str, str]]) -> None:
     project, env = world
     with (project / SESSION).open("ab") as f:  # a new line
         f.write(b'{"type":"user","message":{"role":"user","content":"hi"},"uuid":"q1"}\n')
-    assert quick(env) is None
-    doc = orjson.loads(run(env, "ingest", "--json", console=True))
+    assert first_step(env).reason.endswith("changed")
+    doc = orjson.loads(run(env, "ingest", "--json"))
     assert doc["files_read"] == 1 and doc["bytes"] > 0
-    assert quick(env) is not None
+    assert first_step(env).idle
 
     (project / SESSION).unlink()  # a vanished file must be recorded
-    assert quick(env) is None
-    assert orjson.loads(run(env, "ingest", "--json", console=True))["files_gone"] == 1
-    assert quick(env) is not None
+    assert first_step(env).reason.endswith("vanished")
+    assert orjson.loads(run(env, "ingest", "--json"))["files_gone"] == 1
+    assert first_step(env).idle
 
     new = project / "agent-new.jsonl"  # a new file
     shutil.copy(FIXTURES / "claude" / "d-kimuson__claude-code-viewer" / SESSION, new)
-    assert quick(env) is None
+    assert first_step(env).reason.startswith("new file")
     run(env, "ingest")
-    assert quick(env) is not None
+    assert first_step(env).idle
 
     con = sqlite3.connect(env["HELIX_STORE_DB"])  # a session waiting for its digest
     con.execute("UPDATE sessions SET analyzed_at = NULL WHERE id = (SELECT min(id) FROM sessions)")
     con.commit()
     con.close()
-    assert quick(env) is None
-    assert orjson.loads(run(env, "ingest", "--json", console=True))["digests_built"] == 1
-    assert quick(env) is not None
+    assert first_step(env).reason == "digests are due"
+    assert orjson.loads(run(env, "ingest", "--json"))["digests_built"] == 1
+    assert first_step(env).idle
+
+    con = sqlite3.connect(env["HELIX_STORE_DB"])  # a migration not applied yet
+    con.execute("DELETE FROM migrations WHERE name = (SELECT max(name) FROM migrations)")
+    con.commit()
+    con.close()
+    assert first_step(env).reason == "the store needs a migration"
 
 
-def test_settings_that_change_ingest_go_to_the_full_ingest(
-    world: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _, env = world
-    monkeypatch.setenv("XDG_CONFIG_HOME", env["XDG_CONFIG_HOME"])  # where the config is looked for
-    assert quick({**env, "HELIX_INGEST__CHUNK_BYTES": "1MiB"}) is None
-    config = Path(env["XDG_CONFIG_HOME"]) / "helix" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text("[agents.claude]\nenabled = false\n")
-    assert quick(env) is None
-    config.unlink()
-    assert quick({**env, "HELIX_STORE_DB": env["HELIX_STORE_DB"] + ".missing"}) is None
-    assert quick(env) is not None
+def test_the_first_step_follows_the_configured_roots(world: tuple[Path, dict[str, str]]) -> None:
+    project, env = world
+    cfg = Path(env["XDG_CONFIG_HOME"]) / "helix" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("[agents.claude]\nenabled = false\n")
+    with (project / SESSION).open("ab") as f:
+        f.write(b'{"type":"user","message":{"role":"user","content":"hi"},"uuid":"q2"}\n')
+    step = first_step(env)
+    assert step.idle and step.files_seen == 0  # claude is off: its new line is not work
+    assert orjson.loads(run(env, "ingest", "--json"))["files_read"] == 0
+    cfg.write_text(f"[agents.claude]\nroots = [{str(project.parent)!r}]\n")
+    assert not first_step(env).idle

@@ -143,3 +143,17 @@ async def open_store(path: Path, readonly: bool) -> Any:
     except StoreError as exc:
         click.echo(f"helixctl: {exc}", err=True)
         sys.exit(EXIT_STORE)
+
+
+def check_agents(agents: tuple[str, ...] | list[str]) -> None:
+    """Usage error naming the known agents when ``--agent`` names an unknown one."""
+    if not agents:
+        return
+    from helixd.adapters import REGISTRY
+
+    known = {a.name for a in REGISTRY}
+    for name in agents:
+        if name not in known:
+            raise click.BadParameter(
+                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
+            )

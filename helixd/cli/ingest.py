@@ -14,19 +14,14 @@ from typing import Any
 
 import click
 
-from helixd.cli.common import echo_json, load_settings, open_store, price_table, read_settings
-
-
-def check_agents(agents: tuple[str, ...]) -> None:
-    """Usage error naming the known agents when ``--agent`` names an unknown one."""
-    from helixd.adapters import REGISTRY
-
-    known = {a.name for a in REGISTRY}
-    for name in agents:
-        if name not in known:
-            raise click.BadParameter(
-                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
-            )
+from helixd.cli.common import (
+    check_agents,
+    echo_json,
+    load_settings,
+    open_store,
+    price_table,
+    read_settings,
+)
 
 
 @click.command()

@@ -144,42 +144,27 @@ def print_status(doc: dict[str, Any]) -> None:
         )
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
 def print_sessions(page: Any, tz: Any = None) -> None:
-    """A table of sessions: when, agent, uid, repo, messages, cost, title (the agent's, else
-    the first prompt), fitted to the terminal's width."""
-    import shutil
+    """A table of sessions: when, uid, repo, messages, cost, title (the agent's, else the
+    first prompt), fitted to the terminal's width."""
     from datetime import datetime
 
-    width = shutil.get_terminal_size((140, 24)).columns
+    from helixd.cli.textable import render
+
     rows = []
     for r in page.sessions:
         ms = r["started_at"]
         when = datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M") if ms else "-"
         rows.append(
-            (
+            [
                 when,
                 r["uid"],
                 r["repo"] or "-",
                 f"{r['messages']:,}",
                 f"${r['cost_usd']:,.2f}",
                 r["display_title"] or "",
-            )
+            ]
         )
-    head = ("STARTED", "SESSION", "REPO", "MSGS", "COST", "TITLE")
-    uid_w = max([len(head[1])] + [len(r[1]) for r in rows])
-    repo_w = min(24, max([len(head[2])] + [len(r[2]) for r in rows]))
-    msgs_w = max([len(head[3])] + [len(r[3]) for r in rows])
-    cost_w = max([len(head[4])] + [len(r[4]) for r in rows])
-    title_w = max(width - (16 + uid_w + repo_w + msgs_w + cost_w + 10), 20)
-
-    def line(c: tuple[str, ...]) -> str:
-        return (
-            f"{c[0]:16}  {c[1]:{uid_w}}  {_cut(c[2], repo_w):{repo_w}}  {c[3]:>{msgs_w}}"
-            f"  {c[4]:>{cost_w}}  {_cut(c[5], title_w)}"
-        ).rstrip()
-
-    click.echo("\n".join([line(head), *(line(r) for r in rows)]))
+    head = ["STARTED", "SESSION", "REPO", "MSGS", "COST", "TITLE"]
+    right = [False, False, False, True, True, False]
+    click.echo(render(head, rows, right=right, flex=5))

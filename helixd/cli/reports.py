@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from helixd.cli.common import echo_json, instant, prices, reader, zone
+from helixd.cli.common import check_agents, echo_json, instant, prices, reader, zone
 
 PERIODS = ("daily", "weekly", "monthly", "session")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -69,6 +69,7 @@ def report(
     from helixd.query.usage import ReportQuery
     from helixd.query.usage import report as run
 
+    check_agents(agents)
     tz = zone(timezone)
     q = ReportQuery(
         period=period,
@@ -147,6 +148,7 @@ def tokens(
     """Usage of every session and file of a repo in a time range, optionally per phase."""
     from helixd.query.usage import tokens as run
 
+    check_agents(agents)
     tz = zone(timezone)
     lo = instant(since, "--since", tz) or 0
     hi = instant(until, "--until", tz)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from helixd.cli.common import EXIT_USAGE, echo_json, fail, instant, reader, zone
+from helixd.cli.common import EXIT_USAGE, check_agents, echo_json, fail, instant, reader, zone
 
 
 def _marks(as_json: bool) -> tuple[str, str]:
@@ -55,6 +55,7 @@ def search(
     from helixd.query.search import SearchError, SearchQuery
     from helixd.query.search import search as run
 
+    check_agents(agents)
     tz = zone(timezone)
     q = SearchQuery(
         text=" ".join(query),

@@ -9,6 +9,7 @@ import click
 
 from helixd.cli.common import (
     EXIT_NOT_FOUND,
+    check_agents,
     echo_json,
     instant,
     prices,
@@ -62,6 +63,7 @@ def sessions(
     Sessions without any message (summary-only files and the like) show with --all."""
     from helixd.query.sessions import SessionFilter, list_sessions
 
+    check_agents(agents)
     tz = zone(timezone)
     f = SessionFilter(
         agents=agents,

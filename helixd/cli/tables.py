@@ -1,110 +1,120 @@
-"""The tables ``helixctl report`` and ``helixctl stats`` print for a person (rich), from the
-same documents ``--json`` prints."""
+"""The tables ``helixctl report`` and ``helixctl stats`` print for a person, from the same
+documents ``--json`` prints (plain aligned text: ``cli/textable.py``)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+import click
 
-def new_console() -> Any:
-    """Rich on stdout; a pipe gets a wide table rather than rich's 80 columns."""
-    from rich.console import Console
+from helixd.cli.textable import render
 
-    return Console() if sys.stdout.isatty() else Console(width=200)
+_KEYS = {"daily": "date", "weekly": "week", "monthly": "month", "session": "sessionId"}
 
 
-# -- search --------------------------------------------------------------------------------
+def _usage_cells(e: dict[str, Any]) -> list[str]:
+    return [
+        f"{e['inputTokens']:,}",
+        f"{e['outputTokens']:,}",
+        f"{e['cacheCreationTokens']:,}",
+        f"{e['cacheReadTokens']:,}",
+        f"{e['totalTokens']:,}",
+        f"${e.get('totalCost', e.get('cost', 0.0)):,.2f}",
+    ]
 
 
 def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
-    from rich.table import Table
-
-    key = {"daily": "date", "weekly": "week", "monthly": "month", "session": "sessionId"}[period]
+    key = _KEYS[period]
     entries = doc["sessions" if period == "session" else period]
-    table = Table(title=f"Token usage ({period})")
-    for col in ("", "Models", "Input", "Output", "Cache write", "Cache read", "Total", "Cost"):
-        table.add_column(col, justify="left" if col in ("", "Models") else "right")
-
-    def row(name: str, e: dict[str, Any], models: str, style: str | None = None) -> None:
-        table.add_row(
-            name,
-            models,
-            f"{e['inputTokens']:,}",
-            f"{e['outputTokens']:,}",
-            f"{e['cacheCreationTokens']:,}",
-            f"{e['cacheReadTokens']:,}",
-            f"{e['totalTokens']:,}",
-            f"${e.get('totalCost', e.get('cost', 0.0)):,.2f}",
-            style=style,
-        )
-
+    rows = []
     for e in entries:
-        row(str(e[key]), e, ", ".join(e["modelsUsed"]))
+        rows.append([str(e[key]), ", ".join(e["modelsUsed"]), *_usage_cells(e)])
         if breakdown:
-            for b in e["modelBreakdowns"]:
-                row("  └", b, b["modelName"], style="dim")
-    table.add_section()
-    row("Total", doc["totals"], "", style="bold")
-    new_console().print(table)
-
-
-# -- tokens --------------------------------------------------------------------------------
+            rows.extend(["  └", b["modelName"], *_usage_cells(b)] for b in e["modelBreakdowns"])
+    head = ["", "Models", "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
+    click.echo(
+        render(
+            head,
+            rows,
+            right=[False, False, *[True] * 6],
+            flex=1,
+            title=f"Token usage ({period})",
+            total=["Total", "", *_usage_cells(doc["totals"])],
+        )
+    )
 
 
 def print_stats(doc: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    console = new_console()
+    out = []
     for dim in ("agent", "repo", "model"):
-        table = Table(title=f"By {dim}")
-        for col in (dim, "Sessions", "Tokens", "Cost"):
-            table.add_column(col, justify="left" if col == dim else "right")
-        for key, s in doc[f"by_{dim}"].items():
-            sessions = "" if dim == "model" else f"{s['sessions']:,}"
-            table.add_row(key, sessions, f"{s['tokens']:,}", f"${s['cost']:,.2f}")
-        console.print(table)
-    table = Table(title="Tool calls")
-    for col in ("Tool", "Calls", "Errors", "Rejected", "Interrupted", "No result", "Success"):
-        table.add_column(col, justify="left" if col == "Tool" else "right")
-    for t in doc["tools"]:
-        rate = "-" if t["success_rate"] is None else f"{t['success_rate']:.1%}"
-        table.add_row(
+        rows = [
+            [key, f"{s['sessions']:,}", f"{s['tokens']:,}", f"${s['cost']:,.2f}"]
+            for key, s in doc[f"by_{dim}"].items()
+        ]
+        out.append(
+            render(
+                [dim, "Sessions", "Tokens", "Cost"],
+                rows,
+                right=[False, True, True, True],
+                flex=0,
+                title=f"By {dim}",
+            )
+        )
+    rows = [
+        [
             t["tool"] or "?",
             f"{t['calls']:,}",
             f"{t['errors']:,}",
             f"{t['rejected']:,}",
             f"{t['interrupted']:,}",
             f"{t['no_result']:,}",
-            rate,
-        )
-    console.print(table)
-    table = Table(title="Most edited files")
-    for col in ("File", "Edits", "Sessions", "+lines", "-lines"):
-        table.add_column(col, justify="left" if col == "File" else "right")
-    for f in doc["files"]:
-        table.add_row(
+            "-" if t["success_rate"] is None else f"{t['success_rate']:.1%}",
+        ]
+        for t in doc["tools"]
+    ]
+    head = ["Tool", "Calls", "Errors", "Rejected", "Interrupted", "No result", "Success"]
+    out.append(render(head, rows, right=[False, *[True] * 6], flex=0, title="Tool calls"))
+    rows = [
+        [
             f["path"],
             str(f["edits"]),
             str(f["sessions"]),
             str(f["lines_added"]),
             str(f["lines_removed"]),
+        ]
+        for f in doc["files"]
+    ]
+    head = ["File", "Edits", "Sessions", "+lines", "-lines"]
+    out.append(render(head, rows, right=[False, *[True] * 4], flex=0, title="Most edited files"))
+    rows = [
+        [
+            name,
+            str(v["runs"]),
+            str(v["passed"]),
+            str(v["failed"]),
+            "-" if v["pass_rate"] is None else f"{v['pass_rate']:.1%}",
+            f"{v['tests_passed']:,}/{v['tests_failed']:,}/{v['tests_skipped']:,}",
+        ]
+        for name, v in doc["tests"].items()
+    ]
+    head = ["Framework", "Runs", "Passed", "Failed", "Pass rate", "Tests ok/failed/skipped"]
+    out.append(
+        render(
+            head,
+            rows,
+            right=[False, *[True] * 5],
+            flex=0,
+            title="Test runs (a run passes when its summary reports no failure)",
         )
-    console.print(table)
-    table = Table(title="Test runs (a run passes when its summary reports no failure)")
-    for col in ("Framework", "Runs", "Passed", "Failed", "Pass rate", "Tests ok/failed/skipped"):
-        table.add_column(col, justify="left" if col == "Framework" else "right")
-    for name, v in doc["tests"].items():
-        rate = "-" if v["pass_rate"] is None else f"{v['pass_rate']:.1%}"
-        counts = f"{v['tests_passed']:,}/{v['tests_failed']:,}/{v['tests_skipped']:,}"
-        table.add_row(name, str(v["runs"]), str(v["passed"]), str(v["failed"]), rate, counts)
-    console.print(table)
+    )
     ie = doc["interventions_and_errors"]
-    console.print(
+    lines = [
         f"Interventions {ie['interventions']:,}, errors {ie['errors']:,}"
         f" in {ie['sessions_with_any']:,} sessions"
+    ]
+    lines.extend(
+        f"  {r['session_uid']}: {r['interventions']} interventions, {r['errors']} errors"
+        for r in ie["top"]
     )
-    for r in ie["top"]:
-        console.print(
-            f"  {r['session_uid']}: {r['interventions']} interventions, {r['errors']} errors"
-        )
+    out.append("\n".join(lines))
+    click.echo("\n\n".join(out))

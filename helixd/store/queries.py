@@ -229,8 +229,14 @@ def search(
     """Hits of an FTS5 query, best first (bm25), with what is left of each event's text
     (its body, else its summary; nothing once the event row itself was evicted) and the
     event's ``seq`` in its session (None once evicted)."""
+    # Rank inside the index first and join the display columns for the page only: a common
+    # word matches tens of thousands of documents, and joining every one before the sort
+    # costs several times the ranking itself.
     where = ["search MATCH ?"]
     params: list[Any] = [query]
+    joins = ""
+    if since is not None or until is not None or kinds or agents or repo:
+        joins = " JOIN search_docs d ON d.id = search.rowid"
     if since is not None:
         where.append("d.ts >= ?")
         params.append(since)
@@ -240,13 +246,15 @@ def search(
     if kinds:
         where.append(f"d.kind IN ({','.join('?' * len(kinds))})")
         params.extend(kinds)
-    session_filter(where, params, agents, repo)
+    if agents or repo:
+        joins += " JOIN sessions s ON s.id = d.session_id"
+        session_filter(where, params, agents, repo)
     sql = (
         "SELECT d.id, d.kind, d.ts, s.uid, s.agent, s.repo, s.title, e.summary, e.body, e.tool,"
-        " bm25(search) AS score, e.seq FROM search JOIN search_docs d ON d.id = search.rowid"
-        " JOIN sessions s ON s.id = d.session_id"
-        " LEFT JOIN events e ON e.id = d.id AND e.session_id = d.session_id"
-        f" WHERE {' AND '.join(where)} ORDER BY score LIMIT ? OFFSET ?"
+        " h.score, e.seq FROM (SELECT search.rowid AS id, bm25(search) AS score FROM search"
+        f"{joins} WHERE {' AND '.join(where)} ORDER BY score LIMIT ? OFFSET ?) h"
+        " JOIN search_docs d ON d.id = h.id JOIN sessions s ON s.id = d.session_id"
+        " LEFT JOIN events e ON e.id = d.id AND e.session_id = d.session_id ORDER BY h.score"
     )
     params.extend([limit, offset])
     try:
@@ -263,8 +271,9 @@ def search(
 def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str, Any]:
     """The analytics views: sessions and usage by agent / repo / model, tool calls by status,
     most-edited files, test runs (status and the counts their output reported),
-    interventions and errors per session.  Tool calls and test runs come from the Tier 2
-    signal tables the analyze pass keeps (they outlive eviction)."""
+    interventions and errors per session.  Everything but usage comes from the Tier 2 signal
+    tables the analyze pass keeps (small, and they outlive eviction), never from a scan of
+    the events."""
     lo = 0 if since is None else since
     out: dict[str, Any] = {}
     out["sessions"] = con.execute(
@@ -289,9 +298,9 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     out["files"] = con.execute(
-        "SELECT coalesce(body, summary), count(*), count(DISTINCT session_id),"
-        " sum(lines_added), sum(lines_removed) FROM events"
-        " WHERE kind = 'edit' AND coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
+        "SELECT file_path, count(*), count(DISTINCT session_id), sum(lines_added),"
+        " sum(lines_removed) FROM file_operations WHERE coalesce(ts, 0) >= ?"
+        " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
         (lo, top),
     ).fetchall()
     out["tests"] = con.execute(
@@ -300,16 +309,15 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     out["per_session"] = con.execute(
-        "SELECT s.uid, sum(e.kind = 'human_intervention'), sum(e.kind = 'error') FROM events e"
-        " JOIN sessions s ON s.id = e.session_id"
-        " WHERE e.kind IN ('human_intervention', 'error') AND coalesce(e.ts, 0) >= ?"
-        " GROUP BY e.session_id",
+        "SELECT s.uid, sum(g.kind = 'intervention'), sum(g.kind = 'error') FROM session_signals g"
+        " JOIN sessions s ON s.id = g.session_id WHERE g.kind IN ('intervention', 'error')"
+        " AND coalesce(s.ended_at, s.started_at, 0) >= ? GROUP BY g.session_id",
         (lo,),
     ).fetchall()
     return out
 
 
-# -- quick re-scan (helixd/cli_rescan.py) ------------------------------------------------------
+# -- the first step of ingest (helixd/ingest/plan.py) ------------------------------------
 def rescan_facts(con: sqlite3.Connection, versions: dict[str, int]) -> dict[str, Any]:
     """What ``helixctl ingest`` needs to tell that it has nothing to do: every file's stat
     as its cursor recorded it, the migrations applied, whether some session waits for its
