@@ -135,7 +135,7 @@ def test_the_known_keys_are_the_models_keys() -> None:
     assert set(KNOWN_KEYS) == set(model)
     for section, keys in KNOWN_KEYS.items():
         if section == "agents":
-            assert AGENT_KEYS == set(config.AgentSettings.model_fields)
+            assert set(config.AgentSettings.model_fields) == AGENT_KEYS
             continue
         annotation = model[section].annotation
         assert keys == set(annotation.model_fields), section  # type: ignore[union-attr]

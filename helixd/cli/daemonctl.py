@@ -45,7 +45,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:
     """The daemon's reply to ``op``; exit 3 when it does not answer, 1 when it says no."""
-    from helixd.cli.client import DaemonUnavailable, request
+    from helixd.daemon.client import DaemonUnavailable, request
 
     try:
         reply = request(op, wait, **fields)

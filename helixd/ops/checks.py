@@ -98,7 +98,7 @@ def hooks(states: Iterable[tuple[str, str, Path]]) -> list[Check]:
 
 
 def socket_reachable() -> Check:
-    from helixd.cli.client import DaemonUnavailable, request
+    from helixd.daemon.client import DaemonUnavailable, request
 
     try:
         reply = request("ping", 1.0)
