@@ -58,9 +58,79 @@ def test_the_pure_core_imports_only_the_standard_library_orjson_and_the_core(
         assert any(imp == a or imp.startswith(a + ".") for a in CORE_ALLOWED), (name, imp)
 
 
+# The floors, bottom up: a module imports only from its own folder or a lower floor.
+# web/ and mcp/ are faces (they import query/, never store/); the daemon hosts the web face.
+FLOORS = {
+    "core": 0,
+    "adapters": 1,
+    "sources": 2,
+    "store": 2,
+    "query": 3,
+    "ingest": 3,
+    "web": 4,
+    "mcp": 4,
+    "fleet": 4,
+    "daemon": 5,
+    "ops": 6,
+    "cli": 7,
+}
+FACES = ("web", "mcp")
+
+
+def folder(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS) else None
+
+
+def ours(path: Path) -> set[str]:
+    return {i for i in imports(path) if i == "helixd" or i.startswith("helixd.")}
+
+
+def test_every_module_lives_in_a_floor_or_is_a_shared_top_level_module() -> None:
+    top = {n for n, _ in modules() if folder(n) is None}
+    assert top == {"helixd", "helixd.config", "helixd.logs", "helixd.paths", "helixd.readconfig"}, (
+        top
+    )
+    assert {folder(n) for n, _ in modules()} - {None} <= set(FLOORS)
+
+
+@pytest.mark.parametrize(("name", "path"), [m for m in modules() if folder(m[0])])
+def test_no_import_runs_upward(name: str, path: Path) -> None:
+    here = folder(name)
+    assert here is not None
+    for imp in ours(path):
+        there = folder(imp)
+        if there is None or there == here:
+            continue
+        assert FLOORS[there] < FLOORS[here], f"{name} imports {imp} ({there} is not below {here})"
+
+
+@pytest.mark.parametrize(("name", "path"), [m for m in modules() if folder(m[0]) in FACES])
+def test_faces_read_through_the_query_layer_never_the_store(name: str, path: Path) -> None:
+    assert not [i for i in ours(path) if i.startswith("helixd.store")], name
+
+
+@pytest.mark.parametrize(("name", "path"), [m for m in modules() if folder(m[0]) == "cli"])
+def test_the_cli_reads_through_the_query_layer(name: str, path: Path) -> None:
+    """The CLI opens the writer store (``store.database``) for the commands that write; every
+    read goes through ``helixd.query``."""
+    assert not [
+        i for i in ours(path) if i.startswith("helixd.store") and i != "helixd.store.database"
+    ], name
+
+
+@pytest.mark.parametrize(
+    ("name", "path"), [m for m in modules() if folder(m[0]) in ("core", "adapters", "store")]
+)
+def test_the_lower_floors_read_no_settings_and_no_paths(name: str, path: Path) -> None:
+    assert not ours(path) & {"helixd.config", "helixd.readconfig", "helixd.paths", "helixd.logs"}
+
+
 @pytest.mark.parametrize(("name", "path"), modules())
 def test_only_the_entry_points_read_the_config(name: str, path: Path) -> None:
-    if name in ("helixd.daemon.app", "helixd.config") or name.startswith("helixd.cli."):
+    if name in ("helixd.daemon.app", "helixd.config", "helixd.readconfig"):
+        return
+    if name.startswith("helixd.cli."):
         return
     assert "helixd.config" not in imports(path), name
 
