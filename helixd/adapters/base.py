@@ -27,11 +27,15 @@ from helixd.core.records import Parsed
 
 @dataclass(frozen=True, slots=True)
 class FileContext:
-    """Where the bytes come from.  ``rel`` is the path relative to its root (POSIX form)."""
+    """Where the bytes come from.  ``rel`` is the path relative to its root (POSIX form).
+    ``payloads``: the bytes are re-read to show a transcript — every event carries its bulky
+    body (tool input and output, thinking, long text) in ``Event.payload``; ingest leaves it
+    off, since those bodies are kept in the raw lines, not stored twice."""
 
     path: str
     rel: str
     sidecar: bytes | None = None
+    payloads: bool = False
 
 
 @dataclass(frozen=True, slots=True)

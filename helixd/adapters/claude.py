@@ -98,6 +98,7 @@ class _FileParse(ToolBlocks):
 
     def __init__(self, chunk: Chunk, state: Mapping[str, Any]) -> None:
         self.path = chunk.ctx.path
+        self.payloads = chunk.ctx.payloads
         native, parent, self.is_sub = file_identity(chunk.ctx.rel)
         self.uid = f"{NAME}:{native}"
         self.native = native
@@ -131,6 +132,10 @@ class _FileParse(ToolBlocks):
                 **fields,
             )
         )
+
+    def long_text(self, text: str) -> bytes | None:
+        """A message's whole text when a transcript is shown and the body was cut."""
+        return text.encode("utf-8", "replace") if self.payloads and len(text) > BODY_LIMIT else None
 
     def rank(self) -> str:
         """Who gets the credit for a response seen in several files: main files before
@@ -252,6 +257,7 @@ class _FileParse(ToolBlocks):
                     summary=shorten(text),
                     body=text[:BODY_LIMIT],
                     tokens=out_tokens,
+                    payload=self.long_text(text),
                 )
             elif btype in ("thinking", "redacted_thinking"):
                 text = get_str(block, "thinking")
@@ -263,6 +269,7 @@ class _FileParse(ToolBlocks):
                     summary=shorten(text),
                     payload_size=len(text),
                     search_text=text[:BODY_LIMIT],
+                    payload=text.encode("utf-8", "replace") if self.payloads else None,
                 )
             elif btype in ("tool_use", "server_tool_use"):
                 self.tool_use(block, bkey, prev)
@@ -355,6 +362,7 @@ class _FileParse(ToolBlocks):
             summary=summary,
             body=text[:BODY_LIMIT],
             payload_size=self.share if extras else 0,
+            payload=self.long_text(text),
         )
 
     def finish(self, consumed: int, lines: int) -> Parsed:

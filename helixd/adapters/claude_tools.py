@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from helixd.adapters.fields import get_dict, get_str, result_text
+from helixd.adapters.fields import dump, get_dict, get_str, result_text
 from helixd.adapters.toolkinds import (
     describe_call,
     edit_line_counts,
@@ -39,6 +39,7 @@ class _Line(Protocol):
     obj: Mapping[str, Any]
     sidechain: bool
     share: int
+    payloads: bool
 
     def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None: ...
 
@@ -92,6 +93,7 @@ class ToolBlocks:
             summary=describe_call(tool, args),
             body=(command or "")[:BODY_LIMIT],
             payload_size=self.share if args is not None else 0,
+            payload=dump(args) if self.payloads and args is not None else None,
         )
         path = edited_path(tool, args)
         if path is not None:
@@ -143,6 +145,7 @@ class ToolBlocks:
             summary=shorten(text),
             is_error=is_error,
             payload_size=self.share if content else 0,
+            payload=text.encode("utf-8", "replace") if self.payloads and content else None,
             **result_signals(
                 tool, text, failed=is_error, rejected=rejected, interrupted=interrupted
             ),

@@ -25,6 +25,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "sessions": ("helixd.cli.sessions", "sessions"),
     "lookup": ("helixd.cli.sessions", "lookup"),
     "env": ("helixd.cli.sessions", "env"),
+    "show": ("helixd.cli.sessions", "show"),
     "search": ("helixd.cli.search", "search"),
     "report": ("helixd.cli.reports", "report"),
     "tokens": ("helixd.cli.reports", "tokens"),

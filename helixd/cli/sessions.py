@@ -148,3 +148,79 @@ def env(ctx: click.Context, uid: str) -> None:
         click.echo(f"session {found.resolution.session['uid']} has no digest yet", err=True)
         ctx.exit(EXIT_NOT_FOUND)
     click.echo("\n".join(export_lines(found.digest, read_settings(ctx).store_db)))
+
+
+@click.command()
+@click.argument("uid")
+@click.option("--tail", "tail", type=click.IntRange(1), default=None, help="The last N events.")
+@click.option("--from", "start", type=int, default=None, help="From this event number on.")
+@click.option("--after", type=int, default=None, help="The events after this number.")
+@click.option("--limit", default=500, show_default=True, type=click.IntRange(1, 2000))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--thinking", is_flag=True, help="Unfold thinking.")
+@click.option("--raw", is_flag=True, help="The stored (redacted) source lines, as JSONL.")
+@click.option("--timezone", "-z", "timezone", default=None, help="Zone for times shown.")
+@click.pass_context
+def show(
+    ctx: click.Context,
+    uid: str,
+    tail: int | None,
+    start: int | None,
+    after: int | None,
+    limit: int,
+    fmt: str,
+    thinking: bool,
+    raw: bool,
+    timezone: str | None,
+) -> None:
+    """Read a session: the conversation with tool calls, their inputs and outputs (while the
+    raw lines are kept; marked evicted after), edits as diffs, thinking folded.  Paged on a
+    terminal.  UID is `agent:<id>`, the bare id, or a unique prefix."""
+    import dataclasses
+
+    from helixd.query.sessions import resolve
+    from helixd.query.transcript import raw_lines, transcript
+
+    tz = zone(timezone)
+    con = reader(ctx)
+    try:
+        res = resolve(con, uid)
+        _resolved_or_exit(ctx, res, uid)
+        assert res.session is not None
+        if start is not None:
+            after = start - 1
+        page = transcript(
+            con,
+            res.session,
+            after=after,
+            tail=tail is not None,
+            limit=tail or limit,
+            payloads=not raw,
+        )
+        lines = raw_lines(con, page) if raw else None
+    finally:
+        con.close()
+    if lines is not None:
+        import sys
+
+        for line in lines:
+            sys.stdout.buffer.write(line + b"\n")
+        return
+    if fmt == "json":
+        echo_json({**dataclasses.asdict(page), "session": page.session})
+        return
+    from helixd.cli.transcript_view import render_markdown, render_text
+
+    text = (render_markdown if fmt == "markdown" else render_text)(page, tz, thinking)
+    import sys
+
+    if sys.stdout.isatty() and fmt == "text":
+        click.echo_via_pager(text)
+    else:
+        click.echo(text, nl=False)
