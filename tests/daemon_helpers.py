@@ -84,7 +84,7 @@ class Helixd:
                 and not q.get("in_progress")
             )
 
-        wait_for(done, 10, "the daemon to catch up")
+        wait_for(done, 30, "the daemon to catch up")
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.proc is not None
