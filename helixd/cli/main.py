@@ -101,7 +101,7 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any, table: Any) 
             chunk_bytes=settings.ingest.chunk_bytes,
             max_line_bytes=settings.ingest.max_line_bytes,
         )
-        sources = list(ingest_mod.discover(pairs))
+        sources = ingest_mod.discover(pairs)  # walked in a thread; reports what it skipped
         with _progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
@@ -257,11 +257,21 @@ def status(ctx: click.Context, as_json: bool) -> None:
     facts = asyncio.run(_status_facts(db)) if db.exists() else None
     budget = {k: int(v) for k, v in settings.retention.model_dump().items() if k.endswith("bytes")}
     doc = status_mod.gather(db, facts, budget)
+    doc["sources"] = _survey(settings)
     if as_json:
         echo_json(doc)
     else:
         print_status(doc)
     ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
+
+
+def _survey(settings: Any) -> dict[str, Any]:
+    """The files under the roots and those Helix cannot read (nothing is opened)."""
+    from helixd.adapters import REGISTRY
+    from helixd.config import agent_roots
+    from helixd.sources.discover import survey
+
+    return survey(agent_roots(settings, REGISTRY, os.environ, Path.home()))
 
 
 async def _status_facts(db: Path) -> dict[str, Any] | None:

@@ -4,10 +4,11 @@ models or the store package.
 A re-scan is the command people (and cron) run most, and usually nothing is new.  When no
 config file or ``HELIX_*`` setting could change the defaults, this walks the agents'
 default roots, stats every file and compares it with its cursor (one read-only query);
-only if every file is unchanged, none vanished, no session waits for its digest and the
-store needs no migration does it print the summary itself.  Anything else — a new byte, a
-first run, a custom config — goes through the full ``helixctl ingest``, which would have
-done exactly nothing here.
+only if every file is unchanged, none vanished, no session waits for its digest, the
+store needs no migration and nothing under the roots is unreadable (a FIFO, a link out of
+the roots…: the full ingest counts and names those) does it print the summary itself.
+Anything else — a new byte, a first run, a custom config — goes through the full
+``helixctl ingest``, which would have done exactly nothing here.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
     pairs = [(a, root) for a in REGISTRY for root in a.default_roots(environ, home)]
     seen: set[str] = set()
     found = 0
-    for src in discover(pairs):
+    walk = discover(pairs)
+    for src in walk:
         found += 1
         try:
             st = os.stat(src.path)
@@ -68,6 +70,8 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
         if cursor is None or cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
             return None  # new, or changed since its cursor
         seen.add(src.path)
+    if walk.skipped:
+        return None  # files Helix cannot read: the full ingest counts and names them
     for path, (*_, gone_at) in known.items():
         if path not in seen and gone_at is None and not os.path.exists(path):
             return None  # vanished: the full ingest records it
