@@ -484,6 +484,7 @@ def main(once: bool, config_path: Path | None) -> None:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)
     logs.configure(settings.daemon.log_level)
+    os.umask(0o077)  # whatever the daemon (or SQLite for it) creates is the user's alone
     lock = PidLock(settings.store.db)
     try:
         lock.acquire()

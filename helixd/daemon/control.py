@@ -31,6 +31,7 @@ from typing import Any, Final
 import structlog
 
 from helixd.core import protocol
+from helixd.filemodes import private_dir
 from helixd.paths import check_socket_path
 
 log = structlog.get_logger("helixd.control")
@@ -68,10 +69,10 @@ def activated_socket(
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """Bind ``path`` (directory 0700, socket 0600), replacing a stale socket file."""
+    """Bind ``path`` (socket 0600; its directory 0700 when it is Helix's own, never a shared
+    sticky one like ``/tmp``), replacing a stale socket file."""
     check_socket_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    private_dir(path.parent)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)  # stale: the pid lock guarantees no other daemon owns it

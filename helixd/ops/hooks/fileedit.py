@@ -14,6 +14,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from helixd.filemodes import open_private, private_dir
+
 
 def read(path: Path) -> str | None:
     """The file's text, or None when it does not exist."""
@@ -24,13 +26,14 @@ def read(path: Path) -> str | None:
 
 
 def backup(path: Path, backup_dir: Path) -> Path:
-    """Copy ``path`` to ``backup_dir/<name>.<UTC timestamp>`` (0600) and return the copy."""
-    backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Copy ``path`` to ``backup_dir/<name>.<UTC timestamp>`` (0600, in a 0700 directory,
+    whatever the umask) and return the copy."""
+    private_dir(backup_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     dest = backup_dir / f"{path.name}.{stamp}"
     with (
         path.open("rb") as src,
-        os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out,
+        os.fdopen(open_private(dest, os.O_WRONLY | os.O_EXCL), "wb") as out,
     ):
         shutil.copyfileobj(src, out)
     return dest
