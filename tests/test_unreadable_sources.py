@@ -264,3 +264,14 @@ def test_the_quick_rescan_steps_aside_while_something_cannot_be_read(
         timeout=60,
     )
     assert "skipped 1 files Helix cannot read (not a regular file 1)" in entry.stderr
+
+
+def test_a_fifo_in_place_of_an_agents_settings_file_is_refused_not_waited_on(
+    home: Path, helixctl: RunCli
+) -> None:
+    os.mkfifo(home / ".claude" / "settings.json")
+    proc = helixctl("hooks", "install", "claude", "--helixctl", "/opt/x/helixctl", check=False)
+    assert proc.returncode == 2
+    assert "not a regular file (a FIFO)" in proc.stderr and "left untouched" in proc.stderr
+    status = helixctl("hooks", "status", "claude", check=False)
+    assert status.returncode in (0, 2) and "FIFO" in status.stdout + status.stderr

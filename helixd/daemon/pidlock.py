@@ -69,7 +69,7 @@ def holder(db: Path) -> int | None:
     """The pid of the running daemon for this store, or None when none runs."""
     path = lock_path(db)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:

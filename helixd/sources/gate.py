@@ -247,12 +247,14 @@ def _is_link(name: str, dfd: int) -> bool:
         return False
 
 
-def open_regular(path: str | Path) -> BinaryIO:
-    """Open one file Helix itself keeps (the hook spool) the same careful way: no link
-    followed at the last component, non-blocking, a regular file or ``Refused``."""
+def open_regular(path: str | Path, *, follow_links: bool = False) -> BinaryIO:
+    """Open one named file the same careful way (the hook spool; with ``follow_links``, an
+    agent's settings file, which dotfile managers link): non-blocking, a regular file or
+    ``Refused``; no link followed at the last component unless asked."""
     path = os.fspath(path)
+    flags = _FILE_FLAGS & ~os.O_NOFOLLOW if follow_links else _FILE_FLAGS
     try:
-        fd = os.open(path, _FILE_FLAGS)
+        fd = os.open(path, flags)
     except OSError as exc:
         raise refusal(path, exc) from None
     try:
