@@ -275,3 +275,20 @@ def test_a_fifo_in_place_of_an_agents_settings_file_is_refused_not_waited_on(
     assert "not a regular file (a FIFO)" in proc.stderr and "left untouched" in proc.stderr
     status = helixctl("hooks", "status", "claude", check=False)
     assert status.returncode in (0, 2) and "FIFO" in status.stdout + status.stderr
+
+
+def test_a_directory_that_vanishes_during_the_walk_is_counted(tmp_path: Path) -> None:
+    """Discovery is lazy: a project directory removed after the walk started (an agent's
+    own cleanup) is recorded, and the walk goes on."""
+    root = tmp_path / "projects"
+    for name in ("-a", "-b", "-c"):
+        (root / name).mkdir(parents=True)
+        (root / name / f"{SID}.jsonl").write_bytes(claude_line(0))
+    walk = Discovery([(claude.ADAPTER, root)])
+    it = iter(walk)
+    first = next(it)
+    assert first.rel == f"-a/{SID}.jsonl"
+    shutil.rmtree(root / "-b")
+    rest = [s.rel for s in it]
+    assert rest == [f"-c/{SID}.jsonl"]
+    assert [(s.path, s.reason) for s in walk.skipped] == [(str(root / "-b"), "vanished")]
