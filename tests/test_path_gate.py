@@ -295,3 +295,48 @@ def test_a_link_swapped_in_between_check_and_open_is_never_followed(
         stop.set()
         t.join()
     assert reads and refused  # both sides of the race were hit
+
+
+_AUDIT: dict[str, object] = {"on": False, "loop_thread": None, "hits": []}
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if not _AUDIT["on"] or event not in ("open", "os.scandir", "os.listdir"):
+        return
+    if threading.get_ident() != _AUDIT["loop_thread"]:
+        return
+    path = args[0] if args else None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if isinstance(path, str) and (path.startswith(str(_AUDIT["root"])) or not os.path.isabs(path)):
+        _AUDIT["hits"].append((event, path))  # type: ignore[attr-defined]
+
+
+async def test_no_source_file_is_opened_or_listed_on_the_event_loop_thread(
+    store: Store, world: dict[str, Path]
+) -> None:
+    """Python's audit hooks see every ``open``/``os.open`` and directory listing: during a
+    backfill and a single-file read none of them happens on the loop's thread."""
+    import sys
+
+    root = world["root"]
+    sub = root / "-work-p" / SID / "subagents"
+    sub.mkdir(parents=True)
+    (sub / "agent-a00000000000000aa.jsonl").write_bytes(claude_line(5))
+    (sub / "agent-a00000000000000aa.meta.json").write_bytes(b'{"agentType":"Explore"}')
+    if not _AUDIT.get("installed"):
+        sys.addaudithook(_audit)
+        _AUDIT["installed"] = True
+    _AUDIT.update(on=True, loop_thread=threading.get_ident(), hits=[], root=root)
+    try:
+        stats = await ingest(store, [(claude.ADAPTER, root)])
+        _AUDIT["on"] = False  # the test's own append
+        with (root / "-work-p" / f"{SID}.jsonl").open("ab") as f:
+            f.write(claude_line(2))
+        src = Gate([(claude.ADAPTER, root)]).admit(str(root / "-work-p" / f"{SID}.jsonl"))
+        _AUDIT["on"] = True
+        more = await Ingestor(store).ingest_file(src, await store.cursor_for(src.path))
+    finally:
+        _AUDIT["on"] = False
+    assert stats.files_read == 2 and more.events == 1
+    assert _AUDIT["hits"] == []
