@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.conftest import FIXTURES, REPO
 from tests.daemon_helpers import SID, Helixd, line, project, wait_for
@@ -182,3 +183,32 @@ def test_a_fifo_in_place_of_the_hook_spool_does_not_stall_the_start(
     assert not spool.exists()  # taken aside and dropped
     assert daemon.stop() == 0
     assert "spool_unreadable" in daemon.stderr
+
+
+def test_a_new_directory_is_scanned_without_walking_through_links(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the worker queues for a directory that appeared (in a thread): the claimed
+    files below it, never those behind a link — whether the new directory itself or a
+    directory inside it is the link (a polling observer reports linked directories as
+    directories)."""
+    from helixd import config
+    from helixd.daemon.app import Daemon
+
+    for key in [k for k in os.environ if k.startswith(("CLAUDE_", "CODEX_", "HELIX_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("HELIX_STORE_DB", str(tmp_path / "s" / "helix.db"))
+    d = Daemon(config.load(None), None)
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "secret.jsonl").write_bytes(line(0))
+    (outside / "deeper" / "more.jsonl").write_bytes(line(0))
+    proj = project(home, "-new")
+    (proj / f"{SID}.jsonl").write_bytes(line(0))
+    (proj / "sub").symlink_to(outside, target_is_directory=True)
+    linked = home / ".claude/projects/-linked"
+    linked.symlink_to(outside, target_is_directory=True)
+    assert d._claimed_below(str(proj)) == [str(proj / f"{SID}.jsonl")]
+    assert d._claimed_below(str(linked)) == []

@@ -309,7 +309,9 @@ class Daemon:
     def _claimed_below(self, path: str) -> list[str]:
         """(in a thread) The files below ``path`` some root's adapter claims (no link
         followed; each still passes the gate when it is read)."""
-        found = []
+        found: list[str] = []
+        if os.path.islink(path):  # a linked directory: its files are not read through it
+            return found
         for dirpath, _, files in os.walk(path):
             for name in files:
                 full = os.path.join(dirpath, name)

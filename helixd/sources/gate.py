@@ -160,7 +160,10 @@ class Gate:
             raise Refused(repr(path)[:200], BAD_PATH)
         if not os.path.isabs(path):
             raise Refused(path, BAD_PATH)
-        real = os.path.realpath(path)
+        try:
+            real = os.path.realpath(path)
+        except (OSError, ValueError) as exc:  # not expected (non-strict), but never raised on
+            raise Refused(path[:500], BAD_PATH, str(exc)) from None
         roots = self.resolve()
         inside = [(r, rel) for r in roots if (rel := _below(real, r.real)) is not None]
         if not inside:
