@@ -100,6 +100,8 @@ def test_a_fifo_named_like_any_file_helix_reads_is_counted_and_never_blocks(
     assert agents == {"claude", "codex", "gemini", "grok"}  # the real files were all read
     human = helixctl("ingest")
     assert f"skipped {len(fifos)} files Helix cannot read (not a regular file" in human.stderr
+    status = orjson.loads(helixctl("status", "--json", check=False).stdout)
+    assert status["sources"]["unreadable"]["by_reason"] == {"not_regular": len(fifos)}
 
 
 def test_a_socket_device_and_directory_named_like_transcripts_are_counted(

@@ -60,9 +60,11 @@ class Discovery:
         self.gate = roots if isinstance(roots, Gate) else Gate(roots)
         self.check_access = check_access
         self.skipped: list[Skip] = []
+        self._recorded: set[str] = set()
 
     def __iter__(self) -> Iterator[Source]:
         self.skipped = []
+        self._recorded = set()
         roots = self.gate.resolve()
         seen: set[str] = set()
         for root in roots:
@@ -152,7 +154,11 @@ class Discovery:
                     self._skip(path, OUTSIDE, f"a linked directory to {exc.detail or '?'}")
 
     def _skip(self, path: str, reason: str, detail: str = "") -> None:
-        self.skipped.append(Skip(path, reason, detail))
+        """Record ``path`` once (Grok's ``updates.jsonl`` is both a session file and the
+        companion of ``chat_history.jsonl``)."""
+        if path not in self._recorded:
+            self._recorded.add(path)
+            self.skipped.append(Skip(path, reason, detail))
 
 
 def discover(roots: Gate | Iterable[tuple[Adapter, Path]]) -> Discovery:
