@@ -54,10 +54,12 @@ def _ours_to_tighten(path: Path, st: os.stat_result) -> bool:
     return real != os.sep and real != os.path.realpath(Path.home())
 
 
-def open_private(path: Path | str, flags: int) -> int:
-    """``os.open(path, flags)`` creating the file 0600 (a link at ``path`` is refused:
-    ``ELOOP``); an existing file of ours that others could read is made 0600."""
-    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+def open_private(path: Path | str, flags: int, *, follow_links: bool = False) -> int:
+    """``os.open(path, flags)`` creating the file 0600; an existing file of ours that others
+    could read is made 0600.  A link at ``path`` is refused (``ELOOP``) unless
+    ``follow_links`` (the store's database, which a user may have linked elsewhere)."""
+    nofollow = 0 if follow_links else os.O_NOFOLLOW
+    fd = os.open(path, flags | os.O_CREAT | nofollow | os.O_CLOEXEC, FILE_MODE)
     try:
         st = os.fstat(fd)
         if stat.S_IMODE(st.st_mode) != FILE_MODE and st.st_uid == os.getuid():

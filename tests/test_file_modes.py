@@ -163,3 +163,16 @@ def test_a_shared_directory_is_never_tightened(tmp_path: Path) -> None:
     own = shared / "helix"
     assert private_dir(own) is True and mode(own) == 0o700
     shutil.rmtree(own)
+
+
+def test_a_store_database_linked_elsewhere_is_still_opened(home: Path, tmp_path: Path) -> None:
+    """The database path is the user's configuration: a link there is followed (the files
+    Helix names itself, spool, lock, status, are never written through a link)."""
+    real = tmp_path / "bigdisk" / "helix.db"
+    real.parent.mkdir()
+    db = tmp_path / "data" / "helix.db"
+    db.parent.mkdir()
+    db.symlink_to(real)
+    (project(home) / f"{SID}.jsonl").write_bytes(line(0))
+    run(cli_env(home, db), 0o022, "ingest")
+    assert db.is_symlink() and real.stat().st_size > 0 and mode(real) == 0o600

@@ -45,7 +45,7 @@ def _private_files(path: Path) -> None:
     """The store's directory 0700; the database created 0600 before SQLite opens it (SQLite
     gives the ``-wal`` and ``-shm`` it creates the database's mode); existing files 0600."""
     filemodes.private_dir(path.parent)
-    os.close(filemodes.open_private(path, os.O_RDWR))
+    os.close(filemodes.open_private(path, os.O_RDWR, follow_links=True))
     for suffix in ("-wal", "-shm", "-journal"):
         filemodes.tighten(f"{path}{suffix}")
 
