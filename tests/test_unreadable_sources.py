@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,9 @@ def as_unprivileged(fn: Callable[[], Any]) -> Any:
     if os.getuid() != 0:
         return fn()
     r, w = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock" (the
+        warnings.simplefilter("ignore", DeprecationWarning)  # child only runs fn, then exits)
+        pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(r)
         code = 0
