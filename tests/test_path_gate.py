@@ -340,3 +340,11 @@ async def test_no_source_file_is_opened_or_listed_on_the_event_loop_thread(
         _AUDIT["on"] = False
     assert stats.files_read == 2 and more.events == 1
     assert _AUDIT["hits"] == []
+
+
+def test_a_refusal_names_a_huge_path_shortly(world: dict[str, Path]) -> None:
+    """A hook's path is untrusted: a 1 MB one is refused with a bounded message."""
+    g = Gate([(claude.ADAPTER, world["root"])])
+    with pytest.raises(Refused) as info:
+        g.admit("/" + "a" * 1_000_000)
+    assert info.value.reason == gate.OUTSIDE and len(str(info.value)) < 2500

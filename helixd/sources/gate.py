@@ -68,7 +68,8 @@ class Refused(Exception):
         self.path = path
         self.reason = reason
         self.detail = detail
-        super().__init__(f"{path}: {REASONS[reason]}" + (f" ({detail})" if detail else ""))
+        shown = path if len(path) <= 1000 else path[:1000] + "…"  # a hook's path is untrusted
+        super().__init__(f"{shown}: {REASONS[reason]}" + (f" ({detail[:1000]})" if detail else ""))
 
 
 def reason_of(exc: BaseException) -> str:
@@ -162,8 +163,8 @@ class Gate:
             raise Refused(path, BAD_PATH)
         try:
             real = os.path.realpath(path)
-        except (OSError, ValueError) as exc:  # not expected (non-strict), but never raised on
-            raise Refused(path[:500], BAD_PATH, str(exc)) from None
+        except (OSError, ValueError) as exc:  # non-strict realpath should not raise; if it
+            raise Refused(path, BAD_PATH, str(exc)) from None  # does, it is still a refusal
         roots = self.resolve()
         inside = [(r, rel) for r in roots if (rel := _below(real, r.real)) is not None]
         if not inside:
@@ -185,9 +186,6 @@ class Gate:
             if rel is not None and adapter.matches(rel):
                 return True
         return False
-
-    def pairs(self) -> list[tuple[Adapter, Path]]:
-        return [(adapter, Path(root)) for adapter, root in self.configured]
 
     def roots(self) -> list[str]:
         """The configured root directories (each once)."""
