@@ -54,6 +54,8 @@ QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
+READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
+READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
 
 
 @dataclass(slots=True)
@@ -150,22 +152,40 @@ class _Writer:
 
 class _ReadAhead:
     """The plan's items, produced in a worker thread (files are never opened or read on
-    the event loop), one item ahead: the next piece is read while this one is parsed."""
+    the event loop), one hop ahead: the next items are read while these are parsed.  A
+    hop brings up to ``READ_AHEAD_ITEMS`` items or ``READ_AHEAD_BYTES`` of pieces, so
+    small chunks (or many small files) do not pay one thread hand-off each."""
 
     def __init__(self, plan: Generator[_Planned, None, None]) -> None:
         self.plan = plan
-        self.pending: asyncio.Future[_Planned | None] | None = None
+        self.ready: deque[_Planned] = deque()
+        self.pending: asyncio.Future[list[_Planned]] | None = None
+        self.done = False
 
-    def _fetch(self) -> asyncio.Future[_Planned | None]:
-        return asyncio.get_running_loop().run_in_executor(None, next, self.plan, None)
+    def _take(self) -> list[_Planned]:
+        items: list[_Planned] = []
+        size = 0
+        for item in self.plan:
+            items.append(item)
+            if item.piece is not None:
+                size += len(item.piece.data) + len(item.raw_z or b"")
+            if len(items) >= READ_AHEAD_ITEMS or size >= READ_AHEAD_BYTES:
+                break
+        return items
+
+    def _fetch(self) -> asyncio.Future[list[_Planned]]:
+        return asyncio.get_running_loop().run_in_executor(None, self._take)
 
     async def next(self) -> _Planned | None:
-        if self.pending is None:
-            self.pending = self._fetch()
-        # shielded: a cancelled caller leaves the read running; ``close`` waits for it
-        item = await asyncio.shield(self.pending)
-        self.pending = self._fetch() if item is not None else None
-        return item
+        if not self.ready and not self.done:
+            if self.pending is None:
+                self.pending = self._fetch()
+            # shielded: a cancelled caller leaves the read running; ``close`` waits for it
+            items = await asyncio.shield(self.pending)
+            self.ready.extend(items)
+            self.done = not items
+            self.pending = None if self.done else self._fetch()
+        return self.ready.popleft() if self.ready else None
 
     async def close(self) -> None:
         """Let a read in flight end, then close the plan (and the file it has open)."""
