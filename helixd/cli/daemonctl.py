@@ -34,6 +34,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             finally:
                 con.close()
     doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets))
+    doc["sources"] = _survey(rc)
     if as_json:
         echo_json(doc)
     else:
@@ -41,6 +42,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
         print_status(doc)
     ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
+
+
+def _survey(rc: Any) -> dict[str, Any]:
+    """The files under the roots and those Helix cannot read (nothing is opened)."""
+    import os
+    from pathlib import Path
+
+    from helixd.adapters import REGISTRY
+    from helixd.sources.discover import agent_roots, survey
+
+    return survey(agent_roots(rc, REGISTRY, os.environ, Path.home()))
 
 
 def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:

@@ -21,9 +21,11 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     from helixd.cli.install import _resolve_exe, _targets
     from helixd.ops import checks
     from helixd.ops.hooks import state
+    from helixd.sources.discover import survey
 
     settings = load_settings(ctx)
-    roots = [root for _, root in config.agent_roots(settings, REGISTRY, os.environ, Path.home())]
+    pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home())
+    roots = [root for _, root in pairs]
     try:
         targets = _targets((), _resolve_exe(None), create=False)
         hook_states: list[tuple[str, str, Path]] = [(t.agent, state(t), t.path) for t in targets]
@@ -37,6 +39,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         os.environ,
         Path.home(),
     )
+    result.append(checks.sources(survey(pairs)))
     doc = checks.summary(result)
     if as_json:
         echo_json(doc)

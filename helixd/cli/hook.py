@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 
-from helixd import paths
+from helixd import filemodes, paths
 from helixd.core import protocol
 
 BUDGET_S = 1.0
@@ -75,8 +75,8 @@ def _send(message: bytes, deadline: float) -> bool:
 
 def spool(message: bytes) -> None:
     path = paths.spool_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    filemodes.private_dir(path.parent)
+    fd = filemodes.open_private(path, os.O_WRONLY | os.O_APPEND)  # 0600, never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, message)

@@ -79,7 +79,7 @@ async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]
             chunk_bytes=settings.ingest.chunk_bytes,
             max_line_bytes=settings.ingest.max_line_bytes,
         )
-        sources = list(discover(pairs))
+        sources = discover(pairs)  # walked in a thread; reports what it skipped
         with _Progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()

@@ -18,6 +18,12 @@ def print_summary(s: dict[str, Any]) -> None:
     )
     if not s["roots"]:
         click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
+    skipped = s.get("skipped") or {}
+    if skipped:
+        click.echo(
+            f"skipped {sum(skipped.values())} files Helix cannot read ({by_reason(skipped)})",
+            err=True,
+        )
     for err in s["errors"]:
         click.echo(f"warning: {err}", err=True)
     if s.get("stale_files"):
@@ -27,6 +33,29 @@ def print_summary(s: dict[str, Any]) -> None:
             " (the daemon does it by itself when idle)",
             err=True,
         )
+
+
+def by_reason(counts: dict[str, int]) -> str:
+    """``{"permission_denied": 2}`` as ``permission denied 2``."""
+    from helixd.sources.gate import REASONS
+
+    return ", ".join(f"{REASONS.get(k, k)} {n}" for k, n in sorted(counts.items()))
+
+
+def print_unreadable(doc: dict[str, Any]) -> None:
+    """The files under the roots Helix cannot read (``helixctl status``)."""
+    sources = doc.get("sources")
+    if sources is None:
+        return
+    u = sources["unreadable"]
+    line = f"sources: {sources['files']} files under the roots"
+    if u["files"]:
+        line += f"; {u['files']} cannot be read ({by_reason(u['by_reason'])})"
+    click.echo(line)
+    for example in u["examples"][:5]:
+        click.echo(f"  {example}")
+    if u["files"] > 5:
+        click.echo(f"  … and {u['files'] - 5} more (`helixctl status --json`)")
 
 
 def print_digest(d: dict[str, Any]) -> None:
@@ -117,8 +146,15 @@ def print_status(doc: dict[str, Any]) -> None:
         for name, job in (d.get("jobs") or {}).items():
             result = "ok" if job.get("ok") else (job.get("error") or "not run yet")
             click.echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
+        missed = (d.get("ingest") or {}).get("unreadable") or {}
+        if missed.get("files"):
+            click.echo(
+                f"  could not read {missed['files']} files"
+                f" ({by_reason(missed['by_reason'])}) at its last look"
+            )
     else:
         click.echo("helixd: not running (what follows is what the store alone can tell)")
+    print_unreadable(doc)
     click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
     if "files" not in st:
         click.echo("  no store yet: run `helixctl ingest` or start helixd")

@@ -36,16 +36,19 @@ from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.status import StatusFile
-from helixd.daemon.watcher import SourceIndex, Watcher
+from helixd.daemon.watcher import Watcher
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
 from helixd.ingest import digest, eviction
-from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.ingest.renormalize import renormalize
+from helixd.sources.discover import unreadable_summary
+from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
 from helixd.store.database import Store, now_ms
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0
 SESSION_END = "\0end:"  # queue item: a session-end signal for the uid that follows
+SCAN_DIR = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
 INLINE_DIGEST_EVENTS = 20_000  # bigger sessions are re-digested by the scheduled pass
 
 
@@ -61,7 +64,7 @@ class Daemon:
         self.started = time.time()
         self.queue = WorkQueue(settings.daemon.debounce_ms / 1000)
         self.scheduler = Scheduler()
-        self.index = SourceIndex(self._pairs())
+        self.index = Gate(self._pairs())
         self.store: Store | None = None
         self.watcher: Watcher | None = None
         self.totals: dict[str, Any] = {
@@ -72,6 +75,7 @@ class Daemon:
             "errors": 0,
             "last_error": None,
         }
+        self.unreadable: dict[str, str] = {}  # path -> reason, as the last reads found
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -167,7 +171,7 @@ class Daemon:
         self.settings = settings
         self.prices = prices
         self.queue.debounce = settings.daemon.debounce_ms / 1000
-        self.index = SourceIndex(self._pairs())
+        self.index = Gate(self._pairs())
         if self.watcher is not None:
             self.watcher.index = self.index
             self.watcher.refresh()
@@ -242,14 +246,27 @@ class Daemon:
 
     async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         """An agent's hook ping: read its transcript now; a session end closes the session.
-        A payload sent without naming its agent is attributed by its transcript's root."""
+        A payload sent without naming its agent is attributed by its transcript's root.
+        The path passes the gate (in a thread): one outside the roots, not a file the
+        agent writes, or in another agent's root is refused (said in the reply) and a
+        reconcile scan is queued instead."""
         path = protocol.transcript_path(payload)
         queued: list[str] = []
-        src = self.index.source_for(path) if path else None
-        if src is not None and path:
+        reply: dict[str, Any] = {}
+        src = None
+        if path:
+            try:
+                src = await asyncio.to_thread(self.index.admit, path)
+                if agent and src.adapter.name != agent:
+                    raise Refused(path, NOT_CLAIMED, f"in {src.adapter.name}'s root, not {agent}'s")
+            except Refused as exc:
+                src = None
+                reply["refused"] = str(exc)
+                log.warning("hook_path_refused", agent=agent, path=path[:500], reason=exc.reason)
+        if src is not None:
             agent = agent or src.adapter.name
-            self.queue.put(path)
-            queued.append(path)
+            self.queue.put(src.path)
+            queued.append(src.path)
         else:  # no usable path (Codex notify, Grok, Gemini): a stat scan finds what changed
             self.queue.put(RECONCILE)
             queued.append("reconcile")
@@ -257,18 +274,24 @@ class Daemon:
         ended = bool(sid and agent) and protocol.session_ended(payload)
         if ended:  # applied by the worker after the transcript queued above was read
             self.queue.put(f"{SESSION_END}{agent}:{sid}")
-        return {"queued": queued, "session_end": ended}
+        return {"queued": queued, "session_end": ended, **reply}
 
     async def _drain_spool(self) -> None:
-        """Hook messages written while the daemon was down are served now, then dropped."""
+        """Hook messages written while the daemon was down are served now, then dropped
+        (read in a thread, opened like a source: a FIFO there cannot stall the start)."""
         spool = paths.spool_path()
         taken = spool.with_name(spool.name + ".draining")
         try:
             os.replace(spool, taken)
         except FileNotFoundError:
             return
+        try:
+            data = await asyncio.to_thread(_read_all, taken)
+        except (Refused, OSError) as exc:
+            log.error("spool_unreadable", path=str(taken), error=str(exc))
+            data = b""
         served = 0
-        for line in taken.read_bytes().splitlines():
+        for line in data.splitlines():
             with contextlib.suppress(protocol.ProtocolError):
                 req = protocol.decode(line)
                 if req.op == "hook":
@@ -278,13 +301,23 @@ class Daemon:
         log.info("spool_drained", messages=served)
 
     def _scan_dir(self, path: str) -> None:
-        """A directory appeared inside a root: queue what is already in it (``mkdir -p``
-        followed by a write can beat the new watch)."""
+        """A directory appeared inside a root: queue a scan of what is already in it
+        (``mkdir -p`` followed by a write can beat the new watch); the worker walks it in
+        a thread."""
+        self.queue.put(SCAN_DIR + path)
+
+    def _claimed_below(self, path: str) -> list[str]:
+        """(in a thread) The files below ``path`` some root's adapter claims (no link
+        followed; each still passes the gate when it is read)."""
+        found: list[str] = []
+        if os.path.islink(path):  # a linked directory: its files are not read through it
+            return found
         for dirpath, _, files in os.walk(path):
             for name in files:
                 full = os.path.join(dirpath, name)
-                if self.index.source_for(full) is not None:
-                    self.queue.put(full)
+                if self.index.claims(full):
+                    found.append(full)
+        return found
 
     async def _worker(self) -> None:
         """The only writer: takes paths (and reconcile scans) off the queue, one at a time."""
@@ -312,19 +345,33 @@ class Daemon:
             if await self.store.mark_ended(item[len(SESSION_END) :]):
                 await self._job_analyze(INLINE_DIGEST_EVENTS)
             return
+        if item.startswith(SCAN_DIR):
+            for path in await asyncio.to_thread(self._claimed_below, item[len(SCAN_DIR) :]):
+                self.queue.put(path)
+            return
         if item == RECONCILE:
-            stats = await self.scheduler.run_now(
-                "reconcile_scan", lambda: ingestor.backfill(discover(self.index.pairs_paths()))
-            )
+            scanned: list[IngestStats] = []
+
+            async def scan() -> IngestStats:
+                scanned.append(await ingestor.backfill(discover(self.index)))
+                return scanned[0]
+
+            stats = await self.scheduler.run_now("reconcile_scan", scan)
             if isinstance(stats, dict):
                 self._count_summary(stats)
+                self.unreadable = dict(scanned[0].skipped_paths)
                 await self._job_analyze()
             return
-        src = self.index.source_for(item)
-        if src is None:
+        try:
+            src = await asyncio.to_thread(self.index.admit, item)
+        except Refused as exc:  # a link out of the roots, a name no adapter claims…
+            self.unreadable[item] = exc.reason
+            log.warning("path_refused", path=item, reason=exc.reason)
             return
-        cursor = await self.store.cursor_for(item)
+        cursor = await self.store.cursor_for(src.path)
         stats = await ingestor.ingest_file(src, cursor, self.settings.daemon.max_read_bytes)
+        self.unreadable.pop(src.path, None)
+        self.unreadable.update(stats.skipped_paths)
         self._count_summary(stats.as_dict())
         if stats.events or stats.files_gone:
             await self._job_analyze(INLINE_DIGEST_EVENTS)  # lookups see new lines at once
@@ -346,7 +393,7 @@ class Daemon:
             "store": str(self.settings.store.db),
             "roots": self.watcher.describe() if self.watcher else {},
             "queue": {"pending": q.pending, "in_progress": q.in_progress, "processed": q.processed},
-            "ingest": dict(self.totals),
+            "ingest": {**self.totals, "unreadable": unreadable_summary(self.unreadable.items())},
             "jobs": self.scheduler.describe(),
             "updated_at": time.time(),
         }
@@ -374,6 +421,11 @@ class Daemon:
         while True:
             notify("WATCHDOG=1")
             await asyncio.sleep(interval)
+
+
+def _read_all(path: Path) -> bytes:
+    with open_regular(path) as f:
+        return f.read()
 
 
 def _raise_fd_limit() -> None:
@@ -434,6 +486,7 @@ def main(once: bool, config_path: Path | None) -> None:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)
     logs.configure(settings.daemon.log_level)
+    os.umask(0o077)  # whatever the daemon (or SQLite for it) creates is the user's alone
     lock = PidLock(settings.store.db)
     try:
         lock.acquire()

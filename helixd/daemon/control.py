@@ -3,11 +3,15 @@
 * the socket directory is 0700 and the socket 0600; every connection's peer uid is checked
   (``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS) and another user is refused;
 * with systemd socket activation (``LISTEN_PID``/``LISTEN_FDS``) the given socket is used;
-* bad input gets an error reply and the connection stays usable: garbage, a line over
-  1 MiB (the rest of it is skipped), a half line left hanging (the idle timeout closes the
-  connection); at most ``max_requests`` requests are handled at once (the others wait their
-  turn) and at most ``max_connections`` connections are kept open (beyond that a client is
-  told ``busy`` and closed);
+* every request gets a reply or a clean close, never an unhandled exception: bad input
+  (garbage, invalid UTF-8, a wrong type, nesting deeper than ``protocol.MAX_DEPTH``) gets
+  an error reply and the connection stays usable; a line over 1 MiB gets its error reply
+  at once and the rest of it is skipped; a half line left hanging is closed by the idle
+  timeout; a client that leaves early is simply dropped; at most ``max_requests`` requests
+  are handled at once (the others wait their turn) and at most ``max_connections``
+  connections are kept open (beyond that a client is told ``busy`` and closed);
+* the listen backlog is ``BACKLOG`` (1024): ``asyncio.start_unix_server`` calls
+  ``listen()`` again with its own default (100) unless it is told;
 * the handlers live in the daemon: ``Control`` only frames, checks and dispatches.
 """
 
@@ -27,6 +31,7 @@ from typing import Any, Final
 import structlog
 
 from helixd.core import protocol
+from helixd.filemodes import private_dir
 from helixd.paths import check_socket_path
 
 log = structlog.get_logger("helixd.control")
@@ -35,6 +40,7 @@ Handler = Callable[[protocol.Request], Awaitable[dict[str, Any]]]
 IDLE_TIMEOUT: Final = 10.0
 MAX_REQUESTS: Final = 64
 MAX_CONNECTIONS: Final = 2048
+BACKLOG: Final = 1024
 SD_LISTEN_FDS_START: Final = 3
 
 
@@ -63,10 +69,10 @@ def activated_socket(
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """Bind ``path`` (directory 0700, socket 0600), replacing a stale socket file."""
+    """Bind ``path`` (socket 0600; its directory 0700 when it is Helix's own, never a shared
+    sticky one like ``/tmp``), replacing a stale socket file."""
     check_socket_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    private_dir(path.parent)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)  # stale: the pid lock guarantees no other daemon owns it
@@ -77,7 +83,7 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(1024)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -108,7 +114,7 @@ class Control:
             sock = bind_socket(path)
             self.path, how = path, "bound"
         self.server = await asyncio.start_unix_server(
-            self._serve, sock=sock, limit=protocol.MAX_LINE + 1
+            self._serve, sock=sock, limit=protocol.MAX_LINE + 1, backlog=BACKLOG
         )
         return how
 
@@ -128,10 +134,10 @@ class Control:
             if uid is not None and uid != os.getuid():
                 self.refused += 1
                 log.warning("peer_refused", uid=uid)
-                writer.write(protocol.encode({"ok": False, "error": "permission denied"}))
+                await _reply(writer, {"ok": False, "error": "permission denied"})
                 return
             if self.connections >= self.max_connections:
-                writer.write(protocol.encode({"ok": False, "error": "busy, retry later"}))
+                await _reply(writer, {"ok": False, "error": "busy, retry later"})
                 return
             self.connections += 1
             try:
@@ -139,7 +145,10 @@ class Control:
             finally:
                 self.connections -= 1
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
-            pass
+            pass  # the client left, or stayed silent too long: close
+        except Exception as exc:  # never an unhandled exception in the callback: close
+            self.errors += 1
+            log.error("connection_failed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
@@ -151,25 +160,21 @@ class Control:
                 line = await asyncio.wait_for(reader.readuntil(b"\n"), self.idle_timeout)
             except asyncio.LimitOverrunError:
                 self.errors += 1
-                await self._skip_line(reader)
-                writer.write(
-                    protocol.encode(
-                        {"ok": False, "error": f"line longer than {protocol.MAX_LINE} bytes"}
-                    )
+                # the reply first (the client may still be sending), then skip the rest
+                await _reply(
+                    writer, {"ok": False, "error": f"line longer than {protocol.MAX_LINE} bytes"}
                 )
-                await writer.drain()
+                await self._skip_line(reader)
                 continue
             except asyncio.IncompleteReadError as exc:
                 if exc.partial.strip():  # a half line and then EOF
-                    writer.write(protocol.encode({"ok": False, "error": "incomplete line"}))
-                    await writer.drain()
+                    await _reply(writer, {"ok": False, "error": "incomplete line"})
                 return
             if not line.strip():
                 continue
             async with self.slots:
                 reply = await self._dispatch(line)
-            writer.write(protocol.encode(reply))
-            await writer.drain()
+            await _reply(writer, reply)
 
     async def _skip_line(self, reader: asyncio.StreamReader) -> None:
         """Drop the rest of an over-long line, up to and including its newline."""
@@ -186,6 +191,10 @@ class Control:
         except protocol.ProtocolError as exc:
             self.errors += 1
             return {"ok": False, "error": str(exc)}
+        except Exception as exc:  # decode is total; should it ever fail, still a reply
+            self.errors += 1
+            log.error("decode_failed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
+            return {"ok": False, "error": f"bad request: {type(exc).__name__}"}
         try:
             return {"ok": True, **await self.handler(request)}
         except protocol.ProtocolError as exc:
@@ -193,3 +202,14 @@ class Control:
         except Exception as exc:  # a handler bug must not kill the server
             log.error("handler_failed", op=request.op, error=str(exc), exc_info=True)
             return {"ok": False, "error": f"internal error: {type(exc).__name__}"}
+
+
+async def _reply(writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:
+    """Write one reply line (a reply that cannot be encoded becomes an error reply)."""
+    try:
+        data = protocol.encode(reply)
+    except Exception as exc:
+        log.error("reply_unencodable", error=f"{type(exc).__name__}: {exc}")
+        data = protocol.encode({"ok": False, "error": "internal error: reply not encodable"})
+    writer.write(data)
+    await writer.drain()

@@ -11,6 +11,8 @@ import os
 import time
 from pathlib import Path
 
+from helixd.filemodes import open_private, private_dir
+
 
 class AlreadyRunning(RuntimeError):
     """Another helixd holds the store's lock; ``pid`` says which."""
@@ -40,8 +42,8 @@ class PidLock:
     def acquire(self, wait: float = 1.0) -> None:
         """Take the lock or raise ``AlreadyRunning`` (retrying briefly: ``helixctl status``
         may be holding a shared lock for a few microseconds)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        private_dir(self.path.parent)
+        fd = open_private(self.path, os.O_RDWR)
         deadline = time.monotonic() + wait
         while True:
             try:
@@ -67,7 +69,7 @@ def holder(db: Path) -> int | None:
     """The pid of the running daemon for this store, or None when none runs."""
     path = lock_path(db)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from helixd.daemon.pidlock import holder
+from helixd.filemodes import write_private
 
 
 def status_path(db: Path) -> Path:
@@ -29,9 +30,9 @@ class StatusFile:
         self.path = status_path(db)
 
     def write(self, snapshot: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps(snapshot, default=str))
-        os.replace(tmp, self.path)
+        """Replace the status file atomically; 0600 whatever the umask (it names every
+        root and file problem)."""
+        write_private(self.path, orjson.dumps(snapshot, default=str))
 
     def read(self) -> dict[str, Any] | None:
         try:

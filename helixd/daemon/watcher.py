@@ -1,7 +1,9 @@
 """Filesystem events -> the work queue.  The only code that talks to watchdog.
 
-Events are hints, never trusted: the watcher only says "look at this path"; ingest re-stats
-the file and compares it with its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
+Events are hints, never trusted: the watcher only says "look at this path" (a lexical
+filter, no I/O on the loop); the worker passes it through the path gate
+(``helixd.sources.gate``) in a thread, then ingest re-stats the file and compares it with
+its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
 
 * one recursive watch per adapter root that exists; a root that does not exist yet is
   waited for by watching its nearest existing ancestor (non-recursively), and the watches
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +28,9 @@ import structlog
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from helixd.adapters import Adapter
-from helixd.ingest.pipeline import Source
+from helixd.sources.gate import Gate
 
 log = structlog.get_logger("helixd.watcher")
-
-
-class SourceIndex:
-    """Which adapter claims a path: the (adapter, root) pairs, longest root first."""
-
-    def __init__(self, pairs: Iterable[tuple[Adapter, Path]]) -> None:
-        self.pairs = sorted(((a, str(r)) for a, r in pairs), key=lambda p: -len(p[1]))
-
-    def source_for(self, path: str) -> Source | None:
-        for adapter, root in self.pairs:
-            if path.startswith(root + os.sep):
-                rel = path[len(root) + 1 :].replace(os.sep, "/")
-                if adapter.matches(rel):
-                    return Source(adapter, root, path, rel)
-        return None
-
-    def pairs_paths(self) -> list[tuple[Adapter, Path]]:
-        return [(a, Path(r)) for a, r in self.pairs]
-
-    def roots(self) -> list[str]:
-        return sorted({root for _, root in self.pairs})
 
 
 class _Handler(FileSystemEventHandler):
@@ -80,7 +60,7 @@ class Watcher:
 
     def __init__(
         self,
-        index: SourceIndex,
+        index: Gate,
         on_path: Callable[[str], None],
         on_dir: Callable[[str], None],
         on_root_change: Callable[[], None],
@@ -137,7 +117,7 @@ class Watcher:
             elif kind in ("created", "moved"):
                 self.on_dir(path)
             return
-        if self.index.source_for(path) is not None:
+        if self.index.claims(path):  # lexical, no I/O: the worker's gate decides
             self.on_path(path)
 
     def stop(self) -> None:

@@ -18,10 +18,11 @@ leaves whole batches only, and natural keys make any replay harmless.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
@@ -29,7 +30,8 @@ from helixd.adapters import Chunk, FileContext
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.stats import IngestStats
-from helixd.sources.discover import Source, discover
+from helixd.sources.discover import Discovery, Source, discover
+from helixd.sources.gate import Refused, open_source, refusal
 from helixd.sources.tailer import (
     HEAD_BYTES,
     FileStat,
@@ -52,6 +54,8 @@ QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
+READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
+READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
 
 
 @dataclass(slots=True)
@@ -146,6 +150,52 @@ class _Writer:
         await self.task
 
 
+class _ReadAhead:
+    """The plan's items, produced in a worker thread (files are never opened or read on
+    the event loop), one hop ahead: the next items are read while these are parsed.  A
+    hop brings up to ``READ_AHEAD_ITEMS`` items or ``READ_AHEAD_BYTES`` of pieces, so
+    small chunks (or many small files) do not pay one thread hand-off each."""
+
+    def __init__(self, plan: Generator[_Planned, None, None]) -> None:
+        self.plan = plan
+        self.ready: deque[_Planned] = deque()
+        self.pending: asyncio.Future[list[_Planned]] | None = None
+        self.done = False
+
+    def _take(self) -> list[_Planned]:
+        items: list[_Planned] = []
+        size = 0
+        for item in self.plan:
+            items.append(item)
+            if item.piece is not None:
+                size += len(item.piece.data) + len(item.raw_z or b"")
+            if len(items) >= READ_AHEAD_ITEMS or size >= READ_AHEAD_BYTES:
+                break
+        return items
+
+    def _fetch(self) -> asyncio.Future[list[_Planned]]:
+        return asyncio.get_running_loop().run_in_executor(None, self._take)
+
+    async def next(self) -> _Planned | None:
+        if not self.ready and not self.done:
+            if self.pending is None:
+                self.pending = self._fetch()
+            # shielded: a cancelled caller leaves the read running; ``close`` waits for it
+            items = await asyncio.shield(self.pending)
+            self.ready.extend(items)
+            self.done = not items
+            self.pending = None if self.done else self._fetch()
+        return self.ready.popleft() if self.ready else None
+
+    async def close(self) -> None:
+        """Let a read in flight end, then close the plan (and the file it has open)."""
+        if self.pending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.pending)
+        if self.pending is None or self.pending.done():
+            self.plan.close()
+
+
 class Ingestor:
     """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
     ``max_line_bytes`` are kept raw without being parsed."""
@@ -160,30 +210,48 @@ class Ingestor:
     async def backfill(
         self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
     ) -> IngestStats:
-        """Ingest every source once; unchanged files are skipped without being opened."""
+        """Ingest every source once; unchanged files are skipped without being opened.
+        Discovery, stats and reads run in worker threads (never on the event loop)."""
         started = time.perf_counter()
         stats = IngestStats()
         cursors = await self.store.cursors()
+        todo, total, gone = await asyncio.to_thread(self._select, sources, cursors, stats)
+        by_identity = {(c.dev, c.ino): c for c in cursors.values()}
+        await self._run(todo, by_identity, stats, progress, total)
+        for path in gone:
+            if await self.store.mark_gone(path):
+                stats.files_gone += 1
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _select(
+        self, sources: Iterable[Source], cursors: dict[str, Cursor], stats: IngestStats
+    ) -> tuple[list[tuple[Source, Cursor | None]], int, list[str]]:
+        """(in a worker thread) The sources that changed since their cursor, the bytes to
+        read, and the tracked paths that are gone.  Walks ``sources``; a ``Discovery`` also
+        reports what it could not read."""
         todo: list[tuple[Source, Cursor | None]] = []
         seen: set[str] = set()
         total = 0
         for src in sources:
             stats.files_seen += 1
             seen.add(src.path)
-            st = stat_file(src.path)
             cur = cursors.get(src.path)
+            try:
+                st = stat_file(src.path)
+            except Refused as exc:
+                _skip(stats, exc)
+                continue
             if st is None:
                 seen.discard(src.path)  # vanished since discovery: the sweep below marks it
             elif not unchanged(cur, st):
                 todo.append((src, cur))
                 total += max(st.size - (cur.offset if cur else 0), 0)
-        by_identity = {(c.dev, c.ino): c for c in cursors.values()}
-        await self._run(todo, by_identity, stats, progress, total)
-        for path in cursors.keys() - seen:
-            if not os.path.exists(path) and await self.store.mark_gone(path):
-                stats.files_gone += 1
-        stats.seconds = time.perf_counter() - started
-        return stats
+        if isinstance(sources, Discovery):
+            for skip in sources.skipped:
+                _skip(stats, Refused(skip.path, skip.reason, skip.detail))
+        gone = [p for p in cursors.keys() - seen if not os.path.exists(p)]
+        return todo, total, gone
 
     async def ingest_file(
         self, src: Source, cursor: Cursor | None, budget: int | None = None
@@ -193,10 +261,16 @@ class Ingestor:
         started = time.perf_counter()
         stats = IngestStats(files_seen=1)
         identity: dict[tuple[int, int], Cursor] = {}
-        if cursor is None and (st := stat_file(src.path)) is not None:
-            identity = {
-                (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
-            }
+        if cursor is None:
+            try:
+                st = await asyncio.to_thread(stat_file, src.path)
+            except Refused as exc:
+                _skip(stats, exc)
+                return stats
+            if st is not None:
+                identity = {
+                    (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
+                }
         await self._run([(src, cursor)], identity, stats, None, 0, budget)
         stats.seconds = time.perf_counter() - started
         return stats
@@ -222,8 +296,9 @@ class Ingestor:
         writer = _Writer(self.store)
         window: deque[_Planned] = deque()
         gone: list[str] = []
+        reads = _ReadAhead(self._plan(todo, identity, stats, gone, budget))
         try:
-            for item in self._plan(todo, identity, stats, gone, budget):
+            while (item := await reads.next()) is not None:
                 if item.piece is not None and item.piece.data:
                     item.redacted = submit(item.piece.data)
                 window.append(item)
@@ -237,6 +312,7 @@ class Ingestor:
             for item in window:  # cancelled midway: let pending redactions finish quietly
                 if isinstance(item.redacted, asyncio.Future):
                     item.redacted.cancel()
+            await reads.close()
             await writer.close()
         for path in gone:
             if await self.store.mark_gone(path):
@@ -251,10 +327,16 @@ class Ingestor:
         stats: IngestStats,
         gone: list[str],
         budget: int | None = None,
-    ) -> Iterator[_Planned]:
-        """Open each file in turn, decide where to resume and yield its pieces."""
+    ) -> Generator[_Planned, None, None]:
+        """(in a worker thread) Open each file in turn through the path gate, decide where
+        to resume and yield its pieces.  A file that cannot be opened or read is counted
+        and skipped; the pieces it gave before a read error keep their cursors."""
         for src, cursor in todo:
-            st = stat_file(src.path)
+            try:
+                st = stat_file(src.path)
+            except Refused as exc:
+                _skip(stats, exc)
+                continue
             if st is None:
                 if cursor is not None:
                     gone.append(src.path)
@@ -277,36 +359,46 @@ class Ingestor:
                     yield _Planned(run, None)
                     continue
             try:
-                f = open(src.path, "rb")  # noqa: SIM115 - a generator closes it below
-            except OSError as exc:
-                stats.errors.append(f"{src.path}: {exc}")
-                continue
-            with f:
-                run = self._open(src, f, cursor, stats)
-                for piece in read_pieces(
-                    f,
-                    run.offset,
-                    run.st.size,
-                    self.chunk_bytes,
-                    self.max_line_bytes,
-                    src.adapter.whole_file(src.rel),
-                ):
-                    item = _Planned(run, piece)
-                    if piece.oversized:
-                        item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
-                    yield item
-                    if budget is not None:
-                        budget -= len(piece.data) + piece.oversized
-                        if budget <= 0 and not piece.at_eof:
-                            stats.more = True
-                            break
-            yield _Planned(run, None)
+                yield from self._plan_file(src, cursor, stats, budget)
+            except (Refused, OSError) as exc:
+                _skip(stats, refusal(src.path, exc))
+
+    def _plan_file(
+        self, src: Source, cursor: Cursor | None, stats: IngestStats, budget: int | None
+    ) -> Iterator[_Planned]:
+        """One file's pieces, then its closing item (not after a read error: a cursor
+        saying "examined to the end" would skip the unread rest next time)."""
+        with open_source(src.root, src.rel) as f:
+            run = self._open(src, f, cursor, stats)
+            for piece in read_pieces(
+                f,
+                run.offset,
+                run.st.size,
+                self.chunk_bytes,
+                self.max_line_bytes,
+                src.adapter.whole_file(src.rel),
+            ):
+                item = _Planned(run, piece)
+                if piece.oversized:
+                    item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
+                yield item
+                if budget is not None:
+                    budget -= len(piece.data) + piece.oversized
+                    if budget <= 0 and not piece.at_eof:
+                        stats.more = True
+                        break
+        yield _Planned(run, None)
 
     def _open(
         self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats
     ) -> _FileRun:
         fst = os.fstat(f.fileno())
         st = FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
+        try:
+            sidecar = masked_sidecar(src)
+        except (Refused, OSError) as exc:  # a FIFO or a link named like it: counted, not read
+            _skip(stats, refusal(src.path, exc))
+            sidecar = None
         head_hash = fingerprint(head_of(f, cursor.head_len)) if cursor and cursor.head_len else None
         before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
         offset, replaced = resume_offset(cursor, st.size, head_hash, before)
@@ -321,7 +413,7 @@ class Ingestor:
             generation=(cursor.generation + replaced) if cursor else 0,
             head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
             head_len=len(head),
-            ctx=FileContext(src.path, src.rel, masked_sidecar(src.adapter.sidecar(src.path))),
+            ctx=FileContext(src.path, src.rel, sidecar),
             state={} if replaced or cursor is None else dict(cursor.state),
             offset=offset,
         )
@@ -431,6 +523,10 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
     stats.redactions += secrets
     stats.sessions.update(e.session_uid for e in parsed.events)
     stats.sessions.update(u.session_uid for u in parsed.usage)
+
+
+def _skip(stats: IngestStats, exc: Refused) -> None:
+    stats.skip(exc.path, exc.reason, str(exc))
 
 
 def _masked(piece: bytes) -> bytes:

@@ -59,7 +59,8 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
     known: dict[str, tuple[Any, ...]] = facts["files"]
     seen: set[str] = set()
     found = 0
-    for src in discover(pairs):
+    walk = discover(pairs)
+    for src in walk:
         found += 1
         try:
             st = os.stat(src.path)
@@ -73,6 +74,8 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
         if cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
             return Plan(False, f"{src.path} changed")
         seen.add(src.path)
+    if walk.skipped:  # the full ingest counts and names what cannot be read
+        return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
     roots = {str(root) for _, root in pairs}
     for path, (*_, gone_at) in known.items():
         in_scope = any(path.startswith(os.path.join(r, "")) for r in roots)

@@ -27,6 +27,7 @@ import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.core.records import BadLine, Cursor, Parsed
+from helixd.sources.gate import Refused, Source
 from helixd.sources.tailer import masked_sidecar
 from helixd.store.database import Batch, Store
 from helixd.store.renorm import Group, StoredRaw
@@ -78,7 +79,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     c = raw.cursor
     assert c is not None
     rel = os.path.relpath(c.path, c.root).replace(os.sep, "/")
-    ctx = FileContext(c.path, rel, _sidecar(adapter, c.path, raw.sidecar))
+    ctx = FileContext(c.path, rel, _sidecar(Source(adapter, c.root, c.path, rel), raw.sidecar))
     dctx = zstandard.ZstdDecompressor()
     batches: list[Batch] = []
     parsed_bytes = 0
@@ -135,13 +136,16 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     return batches, parsed_bytes
 
 
-def _sidecar(adapter: Adapter, path: str, stored: bytes | None) -> bytes | None:
+def _sidecar(src: Source, stored: bytes | None) -> bytes | None:
     """The companion file ingest saw (stored with the cursor).  Stores written before it was
-    kept have none: the file on disk is read then, if it is still there, masked like
-    ingest masks it."""
+    kept have none: the file on disk is read then (through the path gate), if it is still
+    there and readable, masked like ingest masks it."""
     if stored is not None:
         return stored
-    return masked_sidecar(adapter.sidecar(path))
+    try:
+        return masked_sidecar(src)
+    except (Refused, OSError):
+        return None
 
 
 async def renormalize(

@@ -195,6 +195,22 @@ def run_all(
     return checks
 
 
+def sources(found: dict[str, Any]) -> Check:
+    """``found``: ``sources.discover.survey`` of the roots (what Helix cannot read there)."""
+    u = found["unreadable"]
+    if not u["files"]:
+        return Check("sources", "ok", f"{found['files']} files under the roots, all readable")
+    reasons = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in u["by_reason"].items())
+    example = u["examples"][0] if u["examples"] else ""
+    return Check(
+        "sources",
+        "warn",
+        f"{u['files']} files under the roots cannot be read ({reasons}); e.g. {example}",
+        "make them readable (chmod u+r), or remove what is no transcript there"
+        " (FIFOs, sockets, links leading out of the roots)",
+    )
+
+
 def summary(checks: list[Check]) -> dict[str, Any]:
     return {
         "ok": not any(c.level == "fail" for c in checks),

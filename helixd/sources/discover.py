@@ -1,18 +1,42 @@
-"""Finding the files to read: every file under an agent's roots that its adapter claims.
+"""Finding the files to read: every file under an agent's roots that its adapter claims, and
+what could not be read there.
 
 Light on purpose (no event loop, no store): ``helixd.ingest.pipeline`` reads what this finds,
-and the quick re-scan (``helixd.cli.rescan``) stats the same files without starting the full CLI.
+and the first step of ``helixctl ingest`` (``helixd.ingest.plan``) stats the same files
+without starting the full ingest.
+
+The walk never follows a link below a root (``helixd.sources.gate``): a claimed name that is
+a link is not yielded (a link to a file inside the roots: the file is found under its own
+name; one leading out of the roots is recorded as skipped), a claimed name that is a FIFO,
+socket, device or directory is recorded as skipped, and so is a directory that cannot be
+listed.  Nothing is opened.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from helixd.adapters import Adapter
+from helixd.sources.gate import (
+    DENIED,
+    NOT_REGULAR,
+    OUTSIDE,
+    REASONS,
+    SYMLINK,
+    Gate,
+    Refused,
+    Root,
+    Source,
+    kind_of,
+    reason_of,
+)
+
+__all__ = ["Discovery", "Skip", "Source", "discover", "survey", "unreadable_summary"]
 
 
 class AgentConf(Protocol):
@@ -44,28 +68,153 @@ def agent_roots(
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """A file some adapter claims, found under one of its roots."""
+class Skip:
+    """A file (or directory) Helix would read but cannot; ``reason`` is a key of
+    ``gate.REASONS``."""
 
-    adapter: Adapter
-    root: str
     path: str
-    rel: str
+    reason: str
+    detail: str = ""
 
 
-def discover(roots: Iterable[tuple[Adapter, Path]]) -> Iterator[Source]:
-    """Every file under each existing root that its adapter claims (no symlinked dirs)."""
-    seen: set[str] = set()
-    for adapter, root in roots:
-        if not root.is_dir():
-            continue
-        root_s = str(root)
-        cut = len(os.path.join(root_s, ""))
-        for dirpath, dirnames, filenames in os.walk(root_s):
-            dirnames.sort()
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                rel = path[cut:].replace(os.sep, "/")
-                if path not in seen and adapter.matches(rel):
-                    seen.add(path)
-                    yield Source(adapter, root_s, path, rel)
+class Discovery:
+    """Iterating walks the roots (in order; a directory's files before its subdirectories,
+    each sorted) and yields the claimed regular files; ``skipped`` then lists what could not
+    be read.  ``check_access`` also tests each file for read permission (``os.access``), for
+    reports that open nothing (``helixctl status``, ``doctor``)."""
+
+    def __init__(
+        self, roots: Gate | Iterable[tuple[Adapter, Path]], *, check_access: bool = False
+    ) -> None:
+        self.gate = roots if isinstance(roots, Gate) else Gate(roots)
+        self.check_access = check_access
+        self.skipped: list[Skip] = []
+        self._recorded: set[str] = set()
+
+    def __iter__(self) -> Iterator[Source]:
+        self.skipped = []
+        self._recorded = set()
+        roots = self.gate.resolve()
+        seen: set[str] = set()
+        for root in roots:
+            if not os.path.isdir(root.path):
+                continue  # the agent is not installed here (a missing root is no gap)
+            others = {r.real for r in roots if r.real != root.real}
+            yield from self._walk(root, others, seen)
+
+    def _walk(self, root: Root, others: set[str], seen: set[str]) -> Iterator[Source]:
+        matches = root.adapter.matches
+        stack = [(root.path, "")]
+        while stack:
+            dirpath, prefix = stack.pop()
+            try:
+                with os.scandir(dirpath) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                self._skip(dirpath, reason_of(exc), exc.strerror or str(exc))
+                continue
+            subdirs: list[tuple[str, str]] = []
+            for entry in entries:
+                rel = prefix + entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if matches(rel):
+                            self._skip(entry.path, NOT_REGULAR, "a directory")
+                        if os.path.join(root.real, rel) not in others:  # another root's own
+                            subdirs.append((entry.path, rel + "/"))
+                        continue
+                    if entry.is_symlink():
+                        self._link(entry.path, matches(rel))
+                        continue
+                    if not matches(rel):
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        self._skip(entry.path, NOT_REGULAR, kind_of(mode))
+                        continue
+                except OSError:
+                    continue  # gone between the listing and its type check
+                if entry.path in seen:
+                    continue
+                if self.check_access and not os.access(entry.path, os.R_OK):
+                    self._skip(entry.path, DENIED)
+                    continue
+                seen.add(entry.path)
+                src = Source(root.adapter, root.path, entry.path, rel)
+                self._companion(src)
+                yield src
+            stack.extend(reversed(subdirs))
+
+    def _companion(self, src: Source) -> None:
+        """The small file the adapter reads beside ``src`` (a subagent's ``.meta.json``):
+        absent is fine; a FIFO, a link or an unreadable one is recorded like a source."""
+        named = src.adapter.sidecar(src.path)
+        if named is None:
+            return
+        try:
+            mode = os.lstat(named).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self._skip(named, reason_of(exc), exc.strerror or str(exc))
+            return
+        if stat.S_ISLNK(mode):
+            self._skip(named, SYMLINK)
+        elif not stat.S_ISREG(mode):
+            self._skip(named, NOT_REGULAR, kind_of(mode))
+        elif self.check_access and not os.access(named, os.R_OK):
+            self._skip(named, DENIED)
+
+    def _link(self, path: str, claimed: bool) -> None:
+        """A link below a root: never walked or read as itself.  A claimed name leading to
+        something Helix will not read, or a linked directory leading out of the roots, is
+        recorded; a link to a file or directory inside the roots is not (it is read there)."""
+        if claimed:
+            try:
+                self.gate.admit(path)
+            except Refused as exc:
+                self._skip(path, exc.reason, exc.detail)
+            return
+        if os.path.isdir(path):
+            try:
+                self.gate.admit(path)
+            except Refused as exc:
+                if exc.reason == OUTSIDE:
+                    self._skip(path, OUTSIDE, f"a linked directory to {exc.detail or '?'}")
+
+    def _skip(self, path: str, reason: str, detail: str = "") -> None:
+        """Record ``path`` once (Grok's ``updates.jsonl`` is both a session file and the
+        companion of ``chat_history.jsonl``)."""
+        if path not in self._recorded:
+            self._recorded.add(path)
+            self.skipped.append(Skip(path, reason, detail))
+
+
+def discover(roots: Gate | Iterable[tuple[Adapter, Path]]) -> Discovery:
+    """Every file under each existing root that its adapter claims (see ``Discovery``)."""
+    return Discovery(roots)
+
+
+def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> dict[str, Any]:
+    """``(path, reason)`` pairs as shown by ``status`` and ``doctor``: how many, by reason,
+    and the first few paths with their reason in words."""
+    items = sorted(found)
+    by_reason: dict[str, int] = {}
+    for _, reason in items:
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    return {
+        "files": len(items),
+        "by_reason": dict(sorted(by_reason.items())),
+        "examples": [f"{path}: {REASONS.get(reason, reason)}" for path, reason in items[:examples]],
+    }
+
+
+def survey(roots: Gate | Iterable[tuple[Adapter, Path]]) -> dict[str, Any]:
+    """What is under the roots now, without opening anything: the files Helix would read
+    and those it cannot (for ``helixctl status`` and ``doctor``)."""
+    found = Discovery(roots, check_access=True)
+    files = sum(1 for _ in found)
+    return {
+        "files": files,
+        "unreadable": unreadable_summary((s.path, s.reason) for s in found.skipped),
+    }

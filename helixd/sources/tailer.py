@@ -1,4 +1,5 @@
-"""The only code that opens agents' log files: stat, identity, fingerprint, bounded reads.
+"""Reading agents' log files: stat, identity, fingerprint, bounded reads (files are opened
+by ``helixd.sources.gate``, the one place that decides what may be read).
 
 The decision of where to resume is pure (``resume_offset``), so it is tested without
 files.  Rules (docs/cursor-and-identity.md):
@@ -24,6 +25,15 @@ import zstandard
 
 from helixd.core.records import Cursor
 from helixd.core.redact import redact
+from helixd.sources.gate import (
+    NOT_REGULAR,
+    SYMLINK,
+    Refused,
+    Source,
+    kind_of,
+    read_companion,
+    refusal,
+)
 
 HEAD_BYTES: Final = 1024
 
@@ -38,13 +48,17 @@ class FileStat:
 
 
 def stat_file(path: str) -> FileStat | None:
-    """Stat a regular file; None when it is gone or not a regular file."""
+    """``lstat`` a source: None when it is gone; ``Refused`` when it is not a regular file
+    (a link, a FIFO, a directory…) or cannot be looked at."""
     try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        raise refusal(path, exc) from None
     if not stat_mod.S_ISREG(st.st_mode):
-        return None
+        reason = SYMLINK if stat_mod.S_ISLNK(st.st_mode) else NOT_REGULAR
+        raise Refused(path, reason, kind_of(st.st_mode))
     return FileStat(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -152,24 +166,11 @@ def _line_length(f: BinaryIO, offset: int, size: int) -> int:
     return 0
 
 
-SIDECAR_MAX: Final = 64 * 1024
-
-
-def masked_sidecar(path: str | None) -> bytes | None:
-    """``read_sidecar`` with secrets masked, as ingest stores it with the cursor."""
-    data = read_sidecar(path)
+def masked_sidecar(src: Source) -> bytes | None:
+    """The adapter's companion file beside ``src`` (``gate.read_companion``) with secrets
+    masked, as ingest stores it with the cursor."""
+    data = read_companion(src)
     return redact(data)[0] if data else data
-
-
-def read_sidecar(path: str | None) -> bytes | None:
-    """The first 64 KiB of an adapter's small companion file, or None."""
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as f:
-            return f.read(SIDECAR_MAX)
-    except OSError:
-        return None
 
 
 def compress_range(f: BinaryIO, offset: int, length: int, mask: Callable[[bytes], bytes]) -> bytes:

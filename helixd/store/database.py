@@ -11,6 +11,8 @@ writer overlap without "database is locked" errors.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any, Self, TypeVar
 
 import aiosqlite
 
+from helixd import filemodes
 from helixd.core.signals import Signals
 from helixd.store import evict, facts, queries, reader, renorm, replay_write, writer
 from helixd.store.schema import MIGRATIONS
@@ -36,6 +39,15 @@ class StoreError(RuntimeError):
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _private_files(path: Path) -> None:
+    """The store's directory 0700; the database created 0600 before SQLite opens it (SQLite
+    gives the ``-wal`` and ``-shm`` it creates the database's mode); existing files 0600."""
+    filemodes.private_dir(path.parent)
+    os.close(filemodes.open_private(path, os.O_RDWR, follow_links=True))
+    for suffix in ("-wal", "-shm", "-journal"):
+        filemodes.tighten(f"{path}{suffix}")
 
 
 class Store:
@@ -59,9 +71,16 @@ class Store:
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> Store:
+        """Open (a writer creates) the store.  A writer makes the store's directory 0700 and
+        the database, its ``-wal`` and ``-shm`` 0600 whatever the umask, and fixes those of
+        a store an older version left readable by others (``helixd.filemodes``)."""
         if readonly and not path.exists():
             raise StoreError(f"no store at {path} (run `helixctl ingest` first)")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not readonly:
+            try:
+                await asyncio.to_thread(_private_files, path)
+            except OSError as exc:
+                raise StoreError(f"cannot open store {path}: {exc}") from exc
         try:
             if readonly:
                 db = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)

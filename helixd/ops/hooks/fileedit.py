@@ -14,23 +14,36 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from helixd.filemodes import open_private, private_dir
+from helixd.ops.hooks.jsonedit import HookFileError
+from helixd.sources.gate import VANISHED, Refused, open_regular
+
 
 def read(path: Path) -> str | None:
-    """The file's text, or None when it does not exist."""
+    """The file's text, or None when it does not exist; ``HookFileError`` when it is no
+    regular file (a FIFO there is refused, not waited on) or not UTF-8."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
+        with open_regular(path, follow_links=True) as f:
+            data = f.read()
+    except Refused as exc:
+        if exc.reason == VANISHED:
+            return None
+        raise HookFileError(f"{exc}; left untouched") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HookFileError(f"{path} is not UTF-8 ({exc}); left untouched") from None
 
 
 def backup(path: Path, backup_dir: Path) -> Path:
-    """Copy ``path`` to ``backup_dir/<name>.<UTC timestamp>`` (0600) and return the copy."""
-    backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Copy ``path`` to ``backup_dir/<name>.<UTC timestamp>`` (0600, in a 0700 directory,
+    whatever the umask) and return the copy."""
+    private_dir(backup_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     dest = backup_dir / f"{path.name}.{stamp}"
     with (
-        path.open("rb") as src,
-        os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out,
+        open_regular(path, follow_links=True) as src,
+        os.fdopen(open_private(dest, os.O_WRONLY | os.O_EXCL), "wb") as out,
     ):
         shutil.copyfileobj(src, out)
     return dest
