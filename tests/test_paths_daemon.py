@@ -84,7 +84,7 @@ def test_hook_paths_that_leave_the_roots_are_refused(daemon: Helixd, home: Path)
     assert "refused" in reply and reply["queued"] == ["reconcile"]
     payload = {"session_id": SID, "transcript_path": f"{root}/x/../../history.jsonl"}
     hook = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.entry", "hook", "claude"],
+        [sys.executable, "-m", "helixd.cli.main", "hook", "claude"],
         env=daemon.env,
         cwd=REPO,
         input=json.dumps(payload).encode(),
