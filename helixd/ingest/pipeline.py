@@ -100,6 +100,7 @@ class _Planned:
     piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
     redacted: Awaitable[tuple[bytes, int]] | None = None
     raw_z: bytes | None = None
+    raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
 
 class _Writer:
@@ -293,7 +294,9 @@ class Ingestor:
                 ):
                     item = _Planned(run, piece)
                     if piece.oversized:
-                        item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
+                        item.raw_z, item.raw_z_secrets = compress_range(
+                            f, piece.offset, piece.oversized
+                        )
                     yield item
                     if budget is not None:
                         budget -= len(piece.data) + piece.oversized
@@ -356,8 +359,9 @@ class Ingestor:
                     raw=b"",
                     parsed=parsed,
                     raw_z=item.raw_z,
+                    redactions=item.raw_z_secrets,
                 ),
-                0,
+                item.raw_z_secrets,
             )
             return
         assert item.redacted is not None
@@ -431,7 +435,3 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
     stats.redactions += secrets
     stats.sessions.update(e.session_uid for e in parsed.events)
     stats.sessions.update(u.session_uid for u in parsed.usage)
-
-
-def _masked(piece: bytes) -> bytes:
-    return redact(piece)[0]
