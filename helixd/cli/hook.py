@@ -4,8 +4,9 @@ Runs inside the agent's hook deadline, so it imports only the standard library, 
 nothing on stdout, never blocks the agent for long and always exits 0.  The payload is read
 from stdin (Claude, Gemini, Grok, Codex hooks) or from the last argument (Codex ``notify``
 passes its JSON as argv).  It goes to the daemon's socket with a 1 s budget; when the daemon
-is down (or slow) the message is appended to the spool file, which the daemon drains when
-it starts.
+is down (or slow) the message is appended to the spool file (mode 0600, secrets masked by
+``helixd.core.redact``, which needs ``ahocorasick_rs`` beyond the standard library), which
+the daemon drains when it starts.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def _send(message: bytes, deadline: float) -> bool:
 
 
 def spool(message: bytes) -> None:
+    """Append one message to the spool, secrets masked (the prompt a hook carries may hold
+    one): only this path pays for importing the redaction rules."""
+    from helixd.core.redact import redact
+
+    message = redact(message)[0]
     path = paths.spool_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
