@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import orjson
 import pytest
 import zstandard
 
 from helixd.core.redact import RedactStream, find_spans, redact, starts_token
-from helixd.sources.tailer import compress_range
+from helixd.sources.tailer import SIDECAR_MAX, compress_range, masked_sidecar
 from tests.secret_corpus import FAMILIES, POSITIONS, enc, is_json, rand
 
 
@@ -162,3 +163,15 @@ def test_an_over_long_line_is_compressed_with_secrets_masked_across_pieces() -> 
     stored = zstandard.ZstdDecompressor().decompressobj().decompress(raw_z)
     assert found == 1 and stored == redact(line)[0] and enc(text) not in stored
     assert json.loads(stored)["text"].startswith("x x")
+
+
+def test_a_companion_file_cut_at_64_kib_keeps_no_readable_part_of_a_secret(tmp_path: Path) -> None:
+    token = FAMILIES["github classic pat (ghp_)"][0].encode()
+    start = b'{"agentType":"x","note":"'
+    head = start + b" " * (SIDECAR_MAX - 20 - len(start))  # the token starts 20 bytes before
+    path = tmp_path / "agent-a1.meta.json"
+    path.write_bytes(head + token + b'"}')
+    stored = masked_sidecar(str(path))
+    assert stored is not None and len(stored) == SIDECAR_MAX
+    assert stored[: len(head)] == head and token[:20] not in stored
+    assert stored[len(head) :] == b"[REDACTED:github-tok"

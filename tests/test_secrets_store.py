@@ -331,3 +331,26 @@ def test_a_secret_planted_later_is_masked_by_the_next_ingest(world: dict[str, An
     blob = db.read_bytes() + (Path(f"{db}-wal").read_bytes() if Path(f"{db}-wal").exists() else b"")
     assert token.encode() not in blob
     assert token.encode() not in b"".join(snapshot(db)["raw"].values())
+
+
+def test_log_lines_mask_secrets_in_messages_and_tracebacks() -> None:
+    """The daemon's structlog output (JSON off a TTY) never carries a secret."""
+    token, password = FAMILIES["github oauth (gho_)"][0], rand(14)
+    script = (
+        "import structlog\n"
+        "from helixd.logs import configure\n"
+        "configure(json=True)\n"
+        "log = structlog.get_logger()\n"
+        f"log.error('ingest_failed', error='bad line: token {token}')\n"
+        "try:\n"
+        f"    raise ValueError('connect postgres://app:{password}@db failed')\n"
+        "except ValueError:\n"
+        "    log.error('handler_failed', exc_info=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=60, check=True
+    )
+    lines = [orjson.loads(x) for x in proc.stderr.splitlines()]
+    assert [x["event"] for x in lines] == ["ingest_failed", "handler_failed"]
+    assert "ValueError" in lines[1]["exception"] and "[REDACTED:" in lines[0]["error"]
+    assert token.encode() not in proc.stderr and password.encode() not in proc.stderr

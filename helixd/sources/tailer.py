@@ -156,18 +156,20 @@ SIDECAR_MAX: Final = 64 * 1024
 
 
 def masked_sidecar(path: str | None) -> bytes | None:
-    """``read_sidecar`` with secrets masked, as ingest stores it with the cursor."""
-    data = read_sidecar(path)
-    return redact(data)[0] if data else data
+    """``read_sidecar`` with secrets masked, as ingest stores it with the cursor.  A margin
+    past the 64 KiB cut is read and masked too, so a secret across the cut leaves no
+    readable prefix behind."""
+    data = read_sidecar(path, SIDECAR_MAX + RedactStream.TAIL)
+    return redact(data)[0][:SIDECAR_MAX] if data else data
 
 
-def read_sidecar(path: str | None) -> bytes | None:
-    """The first 64 KiB of an adapter's small companion file, or None."""
+def read_sidecar(path: str | None, limit: int = SIDECAR_MAX) -> bytes | None:
+    """The first ``limit`` bytes (64 KiB) of an adapter's small companion file, or None."""
     if path is None:
         return None
     try:
         with open(path, "rb") as f:
-            return f.read(SIDECAR_MAX)
+            return f.read(limit)
     except OSError:
         return None
 
