@@ -323,14 +323,15 @@ def test_a_secret_planted_later_is_masked_by_the_next_ingest(world: dict[str, An
     path = world["home"] / ".codex/sessions/2026/02/23" / CODEX_FILE
     token = "ghp_" + rand(36)
     line = {"timestamp": "2026-02-23T13:00:00.000Z", "type": "event_msg"}
-    line["payload"] = {"type": "user_message", "message": "later:\n" + token}
+    line["payload"] = {"type": "user_message", "message": "later:\n" + token}  # after \\n
     with path.open("ab") as f:
         f.write(orjson.dumps(line) + b"\n")
     world["run"]("ingest", "--json")
     db: Path = world["db"]
     blob = db.read_bytes() + (Path(f"{db}-wal").read_bytes() if Path(f"{db}-wal").exists() else b"")
-    assert token.encode() not in blob
-    assert token.encode() not in b"".join(snapshot(db)["raw"].values())
+    raw = b"".join(snapshot(db)["raw"].values())
+    assert b"later:\\n[REDACTED:github-token]" in raw  # the appended line was read, masked
+    assert token.encode() not in blob and token.encode() not in raw
 
 
 def test_log_lines_mask_secrets_in_messages_and_tracebacks() -> None:
