@@ -105,7 +105,26 @@ ORDINARY = [
     b"docker run -u 1000:1000 and git push -u origin main",
     b"AKIAIOSFODNN7EXAMPLEXTRA is one long word",
     b"C:\\\\new\\\\token_path and \\\\nextcloud",
+    b"connect(user=user, password=password); password=DB_PASSWORD; username, password = split",
+    b"password: hashedPassword; password: SecretBytes; token = tokenizer; passwd=pwd",
+    b'the --username and --password options; "passwd:gecos", "passwd:shell"',
 ]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (b"password=supersecret", b"supersecret"),
+        (b"PASSWORD=letmein\n", b"letmein"),
+        (b"[db]\npassword = hunter2", b"hunter2"),
+        (b"password: sekrit", b"sekrit"),
+        (b'{"password":"abc"}', b"abc"),
+        (b"mysql --password S3cret!x", b"S3cret!x"),
+    ],
+)
+def test_a_password_literal_is_masked_even_when_short_or_plain(text: bytes, secret: bytes) -> None:
+    out, n = redact(text)
+    assert n == 1 and secret not in out
 
 
 @pytest.mark.parametrize("text", ORDINARY)

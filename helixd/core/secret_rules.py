@@ -253,7 +253,7 @@ def _private_key(data: bytes, start: int, end: int) -> Sequence[Span]:
 # Key-values: a keyword ending a key, a separator, a value judged by secret_values.
 
 _TERMINATORS: Final = (b'"', b"'", b"=", b":", b" ", b"\t", b"\\")
-_SEP = Regex(rb"(?:\\{0,15}[\"'])?\]?[ \t]*(?::=|=>|[:=](?!=))[ \t]*(\\{0,15}[\"'`])?")
+_SEP = Regex(rb"(?:\\{0,15}[\"'])?\]?([ \t]*)(:=|=>|[:=](?!=))([ \t]*)(\\{0,15}[\"'`])?")
 _QUOTED_VALUE = Regex(rb"[!#-&(-\[\]-~]{1,256}")  # printable ASCII, no space/quote/\
 _BARE_VALUE = Regex(rb"[A-Za-z0-9_\-.+/=~!@#%^*?$]{1,256}")
 _CLOSERS: Final = frozenset((b'"', b"'", b"\\", b"`"))
@@ -262,20 +262,30 @@ Judge = Callable[[bytes, bool, bytes], bool]
 
 
 def _key_value(data: bytes, start: int, end: int, judge: Judge) -> Sequence[Span]:
+    """The value after a key: quoted (a literal), or bare — then not a word after
+    ``name = `` (an assignment in code), ``--name `` (an option in prose) or ``name:`` with
+    no space (``passwd:gecos``), which are names far more often than secrets."""
     m = _SEP.match(data, end - 1)
+    words_are_names = False
     if m is not None:
-        quoted, at = m.group(1) is not None, m.end()
+        quoted, at = m.group(4) is not None, m.end()
+        op, spaced = m.group(2), bool(m.group(1))
+        if not quoted and op == b":" and not m.group(3):
+            return NOTHING
+        words_are_names = spaced and op != b":"
     elif data[end - 1] == 0x20 and data[start - 2 : start] == b"--":  # --password VALUE
-        quoted, at = False, end
+        quoted, at, words_are_names = False, end, True
     else:
         return NOTHING
     v = (_QUOTED_VALUE if quoted else _BARE_VALUE).match(data, at)
     if v is None:
         return NOTHING
-    after = data[v.end() : v.end() + 1]
+    value, after = v.group(), data[v.end() : v.end() + 1]
     if quoted and after not in _CLOSERS:
         return NOTHING  # words with spaces: prose or a message, not a literal secret
-    return ((at, v.end()),) if judge(v.group(), quoted, after) else NOTHING
+    if words_are_names and not quoted and value.isalpha():
+        return NOTHING
+    return ((at, v.end()),) if judge(value, quoted, after) else NOTHING
 
 
 def _keyword_rule(label: bytes, words: Sequence[Sequence[str]], judge: Judge) -> Rule:

@@ -7,16 +7,20 @@ transcript is left readable:
 * a **placeholder** is never masked: ``$VAR``, ``${VAR}``, ``{{ x }}``, ``<token>``,
   ``%(pw)s``, ``None``/``null``/``str``…, a run of one character (``xxxx``, ``****``), or text
   already redacted;
-* **code** is never masked when the value is bare (not quoted): a call or subscript
-  (``token = make_token()``), a dotted name (``self.password``), a snake_case name
-  (``password=new_password``; no part longer than 16) or a plain word of letters
-  (``password: str``) unless it is long and random;
+* **code** is never masked when the value is bare (not quoted): a call, subscript or
+  argument (``token = make_token()``, ``f(password=password, …)``), a dotted name
+  (``self.password``), a snake_case or UPPER_SNAKE name (``password=new_password``,
+  ``password=DB_PASSWORD``; no part longer than 16), a variable that names a password
+  (``password=passwd``, ``password: hashedPassword``, ``SecretBytes``); a word after
+  ``name = `` (an assignment), ``--name `` (an option in prose) or ``name:`` without a space;
 * a **password** (keywords ``password``, ``passwd``, ``passphrase``) is masked whenever it
-  is a literal: quoted and at least 3 characters, or bare and at least 4 characters;
+  is a literal: quoted and at least 3 characters, or bare and at least 4 characters
+  (``password=supersecret`` is masked, ``password=password`` is not);
 * any other secret (``token``, ``secret``, ``api_key``…) is masked only when it *looks*
   generated: at least 8 characters with letters and digits (and 6 distinct characters), or
   at least 20 letters of both cases with a Shannon entropy of at least 3.7 bits a character.
-  ``token: 2048``, ``secret: my-app-secret`` and ``"token": "Bearer "`` are kept.
+  ``token: 2048``, ``secret: my-app-secret``, ``token = tokenizer`` and ``"token": "Bearer "``
+  are kept.
 """
 
 from __future__ import annotations
@@ -48,12 +52,18 @@ _PLACEHOLDER_WORDS = frozenset(
     }
 )
 _DOTTED_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_SNAKE_NAME = re.compile(rb"[a-z][a-z0-9]{0,15}(?:_[a-z0-9]{1,16})+|_[a-z0-9_]*")
+_SNAKE_NAME = re.compile(
+    rb"[a-z][a-z0-9]{0,15}(?:_[a-z0-9]{1,16})+|[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,16})+|_\w*"
+)
 _WORD = re.compile(rb"[A-Za-z]+")
 _DIGITS = frozenset(b"0123456789")
 _LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
 _UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_CALL_OR_INDEX = frozenset(b"([")
+_CALL_OR_INDEX = frozenset(b"([,);")
+# Variables that hold a password: a bare value that is one of these words (or a camelCase
+# name holding one, such as hashedPassword) is a name, not the password.
+_NAME_STEMS = (b"pass", b"pwd", b"secret", b"hash", b"cred", b"token", b"key", b"auth")
+_NAME_WORDS = frozenset({b"pw", b"pwd", b"passwd", b"password", b"passphrase", b"pass", b"value"})
 HIGH_ENTROPY = 3.7  # bits a character: random mixed-case letters of 20+ reach ~4.1
 
 
@@ -77,6 +87,18 @@ def looks_like_code(value: bytes, next_byte: bytes) -> bool:
     return bool(_WORD.fullmatch(value)) and entropy(value) < HIGH_ENTROPY
 
 
+def names_a_password(value: bytes) -> bool:
+    """``password=passwd``, ``password: hashedPassword``, ``password: SecretBytes``: a name
+    (variable or type), not the password."""
+    lower = value.lower()
+    if lower in _NAME_WORDS:
+        return True
+    mixed_case = lower != value != value.upper()  # camelCase or PascalCase
+    return (
+        mixed_case and _WORD.fullmatch(value) is not None and any(s in lower for s in _NAME_STEMS)
+    )
+
+
 def _path_or_url(value: bytes) -> bool:
     return value[0] in b"/.~" or b"://" in value
 
@@ -87,7 +109,11 @@ def password_literal(value: bytes, quoted: bool, next_byte: bytes) -> bool:
         return False
     if quoted:
         return len(value) >= 3
-    return len(value) >= 4 and not looks_like_code(value, next_byte)
+    if len(value) < 4 or names_a_password(value):
+        return False
+    if next_byte and next_byte[0] in _CALL_OR_INDEX:
+        return False
+    return not (_DOTTED_NAME.fullmatch(value) or _SNAKE_NAME.fullmatch(value))
 
 
 def generated(value: bytes) -> bool:
