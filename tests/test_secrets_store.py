@@ -355,3 +355,16 @@ def test_log_lines_mask_secrets_in_messages_and_tracebacks() -> None:
     assert [x["event"] for x in lines] == ["ingest_failed", "handler_failed"]
     assert "ValueError" in lines[1]["exception"] and "[REDACTED:" in lines[0]["error"]
     assert token.encode() not in proc.stderr and password.encode() not in proc.stderr
+
+
+def test_a_payload_that_is_not_json_is_cut_between_words_not_inside_a_secret(
+    world: dict[str, Any],
+) -> None:
+    token = FAMILIES["github classic pat (ghp_)"][0]
+    text = "x " * 2040 + "after \\n" + token + " tail"  # the token crosses character 4096
+    assert text.index(token) < 4096 < text.index(token) + len(token)
+    spool = Path(world["env"]["HELIX_STATE_DIR"]) / "hook-spool.ndjson"
+    spool.unlink(missing_ok=True)
+    world["run"]("hook", "claude", stdin=text.encode())
+    raw = protocol.decode(spool.read_bytes()).payload["raw"]
+    assert raw.startswith("x x") and len(raw) <= 4096 and token[:6] not in raw

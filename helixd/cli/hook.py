@@ -27,6 +27,7 @@ BUDGET_S = 1.0
 # Environment variables agents set for their hooks that say whose hook this is.
 HINT_SUFFIXES = ("_HOOK_EVENT", "_HOOK_NAME", "_SESSION_ID")
 STDIN_MAX = protocol.MAX_LINE
+RAW_MAX = 4096  # characters of a payload that is not JSON kept for the daemon
 
 
 def _read_stdin(deadline: float) -> bytes:
@@ -52,8 +53,17 @@ def _payload(agent: str, args: list[str], raw: bytes) -> dict[str, object]:
     try:
         obj = json.loads(text) if text.strip() else {}
     except ValueError:
-        obj = {"raw": text[:4096]}
+        obj = {"raw": _cut(text, RAW_MAX)}
     return obj if isinstance(obj, dict) else {"raw": obj}
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at whitespace: a token cut in half would be too short
+    for the secret rules to recognise, and its first half would be kept readable."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    return head[: max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"), 0)]
 
 
 def _send(message: bytes, deadline: float) -> bool:
