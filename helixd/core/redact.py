@@ -97,7 +97,7 @@ def _whole_escapes(data: bytes, start: int, end: int) -> tuple[int, int]:
 
 def find_spans(data: bytes) -> list[Masked]:
     """Every secret in ``data``: ``(start, end, label)``, in order of their triggers."""
-    hits = _FINDER.find_matches_as_indexes(data)
+    hits = _FINDER.find_matches_as_indexes(data, overlapping=True)
     spans: list[Masked] = []
     done = 0  # hits inside the last secret found are part of it
     for index, start, end in hits:

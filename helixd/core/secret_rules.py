@@ -21,7 +21,6 @@ Where the formats come from (docs/privacy.md has the table and the limits):
 from __future__ import annotations
 
 import binascii
-import itertools
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -78,11 +77,19 @@ class Regex:
 
 
 def spellings(*parts: str) -> list[bytes]:
-    """A keyword as people write it: each part lower, UPPER or Title case, joined by
-    nothing, ``_`` or ``-`` (``api_key``, ``API_KEY``, ``apiKey``, ``ApiKey``, ``X-Api-Key``…)."""
-    cases = [(p.lower(), p.upper(), p.title()) for p in parts]
-    joiners = ("",) if len(parts) == 1 else ("", "_", "-")
-    return sorted({j.join(words).encode() for words in itertools.product(*cases) for j in joiners})
+    """A keyword as people write it: lower, UPPER or Title case, camelCase and
+    ``APIKey``-style, the parts joined by nothing, ``_``, ``-`` or a space (``api_key``,
+    ``API_KEY``, ``apiKey``, ``ApiKey``, ``X-Api-Key``, ``Secret Access Key``…)."""
+    lower = [p.lower() for p in parts]
+    casings = [
+        lower,
+        [p.upper() for p in parts],
+        [p.title() for p in parts],
+        lower[:1] + [p.title() for p in parts[1:]],
+        [parts[0].upper()] + [p.title() for p in parts[1:]],
+    ]
+    joiners = ("",) if len(parts) == 1 else ("", "_", "-", " ")
+    return sorted({j.join(words).encode() for words in casings for j in joiners})
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,7 +122,7 @@ _AWS_SECRET_NEAR = Regex(rb"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=
 
 
 def _aws_key_id() -> Rule:
-    """An access key id, and a secret access key written within 200 bytes after it (CSV
+    """An access key id, and a secret access key written within 240 bytes after it (CSV
     exports, ``aws configure list``, two environment lines)."""
     regex = Regex(rb"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])")
 
@@ -177,8 +184,8 @@ _FIXED: Final = (
     ),
     (
         b"stripe-key",
-        [b"sk_live_", b"rk_live_", b"sk_test_", b"rk_test_"],
-        rb"[rs]k_(?:live|test)_[0-9A-Za-z]{10,}",
+        [b"sk_live_", b"rk_live_", b"sk_test_", b"rk_test_", b"sk_prod_", b"rk_prod_"],
+        rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{10,}",
         None,
     ),
     (b"stripe-key", [b"whsec_"], rb"whsec_[0-9A-Za-z]{20,}", None),
