@@ -14,6 +14,8 @@ CORE = [
     "core.records",
     "core.timeparse",
     "core.redact",
+    "core.secret_rules",
+    "core.secret_values",
     "adapters",
     "core.retention",
     "core.testruns",

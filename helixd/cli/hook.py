@@ -4,8 +4,9 @@ Runs inside the agent's hook deadline, so it imports only the standard library, 
 nothing on stdout, never blocks the agent for long and always exits 0.  The payload is read
 from stdin (Claude, Gemini, Grok, Codex hooks) or from the last argument (Codex ``notify``
 passes its JSON as argv).  It goes to the daemon's socket with a 1 s budget; when the daemon
-is down (or slow) the message is appended to the spool file, which the daemon drains when
-it starts.
+is down (or slow) the message is appended to the spool file (mode 0600, secrets masked by
+``helixd.core.redact``, which needs ``ahocorasick_rs`` beyond the standard library), which
+the daemon drains when it starts.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BUDGET_S = 1.0
 # Environment variables agents set for their hooks that say whose hook this is.
 HINT_SUFFIXES = ("_HOOK_EVENT", "_HOOK_NAME", "_SESSION_ID")
 STDIN_MAX = protocol.MAX_LINE
+RAW_MAX = 4096  # characters of a payload that is not JSON kept for the daemon
 
 
 def _read_stdin(deadline: float) -> bytes:
@@ -51,8 +53,17 @@ def _payload(agent: str, args: list[str], raw: bytes) -> dict[str, object]:
     try:
         obj = json.loads(text) if text.strip() else {}
     except ValueError:
-        obj = {"raw": text[:4096]}
+        obj = {"raw": _cut(text, RAW_MAX)}
     return obj if isinstance(obj, dict) else {"raw": obj}
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at whitespace: a token cut in half would be too short
+    for the secret rules to recognise, and its first half would be kept readable."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    return head[: max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"), 0)]
 
 
 def _send(message: bytes, deadline: float) -> bool:
@@ -74,6 +85,11 @@ def _send(message: bytes, deadline: float) -> bool:
 
 
 def spool(message: bytes) -> None:
+    """Append one message to the spool, secrets masked (the prompt a hook carries may hold
+    one): only this path pays for importing the redaction rules."""
+    from helixd.core.redact import redact
+
+    message = redact(message)[0]
     path = paths.spool_path()
     filemodes.private_dir(path.parent)
     fd = filemodes.open_private(path, os.O_WRONLY | os.O_APPEND)  # 0600, never through a link

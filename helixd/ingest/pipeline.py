@@ -104,6 +104,7 @@ class _Planned:
     piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
     redacted: Awaitable[tuple[bytes, int]] | None = None
     raw_z: bytes | None = None
+    raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
 
 class _Writer:
@@ -380,7 +381,9 @@ class Ingestor:
             ):
                 item = _Planned(run, piece)
                 if piece.oversized:
-                    item.raw_z = compress_range(f, piece.offset, piece.oversized, _masked)
+                    item.raw_z, item.raw_z_secrets = compress_range(
+                        f, piece.offset, piece.oversized
+                    )
                 yield item
                 if budget is not None:
                     budget -= len(piece.data) + piece.oversized
@@ -448,8 +451,9 @@ class Ingestor:
                     raw=b"",
                     parsed=parsed,
                     raw_z=item.raw_z,
+                    redactions=item.raw_z_secrets,
                 ),
-                0,
+                item.raw_z_secrets,
             )
             return
         assert item.redacted is not None
@@ -527,7 +531,3 @@ def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) ->
 
 def _skip(stats: IngestStats, exc: Refused) -> None:
     stats.skip(exc.path, exc.reason, str(exc))
-
-
-def _masked(piece: bytes) -> bytes:
-    return redact(piece)[0]

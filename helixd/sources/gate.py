@@ -272,10 +272,11 @@ def open_regular(path: str | Path, *, follow_links: bool = False) -> BinaryIO:
 COMPANION_MAX: Final = 64 * 1024
 
 
-def read_companion(src: Source) -> bytes | None:
-    """The first 64 KiB of the small file the adapter reads beside ``src`` (a subagent's
-    ``.meta.json``, Grok's ``updates.jsonl``/``summary.json``), or None when there is none.
-    It passes the same checks as ``src``; any other refusal than "absent" is raised."""
+def read_companion(src: Source, limit: int = COMPANION_MAX) -> bytes | None:
+    """The first ``limit`` bytes (64 KiB) of the small file the adapter reads beside ``src`` (a
+    subagent's ``.meta.json``, Grok's ``updates.jsonl``/``summary.json``), or None when there
+    is none.  It passes the same checks as ``src``; any other refusal than "absent" is
+    raised."""
     named = src.adapter.sidecar(src.path)
     if named is None:
         return None
@@ -284,7 +285,7 @@ def read_companion(src: Source) -> bytes | None:
         raise Refused(named, OUTSIDE)
     try:
         with open_source(src.root, rel) as f:
-            return f.read(COMPANION_MAX)
+            return f.read(limit)
     except Refused as exc:
         if exc.reason == VANISHED:
             return None

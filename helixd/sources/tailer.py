@@ -17,15 +17,16 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
 import zstandard
 
 from helixd.core.records import Cursor
-from helixd.core.redact import redact
+from helixd.core.redact import RedactStream, redact
 from helixd.sources.gate import (
+    COMPANION_MAX,
     NOT_REGULAR,
     SYMLINK,
     Refused,
@@ -168,22 +169,28 @@ def _line_length(f: BinaryIO, offset: int, size: int) -> int:
 
 def masked_sidecar(src: Source) -> bytes | None:
     """The adapter's companion file beside ``src`` (``gate.read_companion``) with secrets
-    masked, as ingest stores it with the cursor."""
-    data = read_companion(src)
-    return redact(data)[0] if data else data
+    masked, as ingest stores it with the cursor.  A margin past the 64 KiB cut is read and
+    masked too, so a secret across the cut leaves no readable prefix behind."""
+    data = read_companion(src, COMPANION_MAX + RedactStream.TAIL)
+    return redact(data)[0][:COMPANION_MAX] if data else data
 
 
-def compress_range(f: BinaryIO, offset: int, length: int, mask: Callable[[bytes], bytes]) -> bytes:
-    """Stream-compress ``length`` bytes at ``offset`` (an over-long line kept raw), each
-    4 MiB piece passed through ``mask`` (secret redaction) first."""
+def compress_range(
+    f: BinaryIO, offset: int, length: int, piece: int = 1 << 22
+) -> tuple[bytes, int]:
+    """Stream-compress ``length`` bytes at ``offset`` (an over-long line kept raw), read
+    ``piece`` bytes at a time and masked on the way (``RedactStream``: a secret across two
+    pieces is masked too).  Returns the compressed bytes and the number of secrets."""
     comp = zstandard.ZstdCompressor(level=3).compressobj()
+    stream = RedactStream()
     out: list[bytes] = []
     pos = offset
     while pos < offset + length:
-        piece = read_at(f, pos, min(1 << 22, offset + length - pos))
-        if not piece:
+        data = read_at(f, pos, min(piece, offset + length - pos))
+        if not data:
             break
-        out.append(comp.compress(mask(piece)))
-        pos += len(piece)
+        out.append(comp.compress(stream.feed(data)))
+        pos += len(data)
+    out.append(comp.compress(stream.close()))
     out.append(comp.flush())
-    return b"".join(out)
+    return b"".join(out), stream.found
