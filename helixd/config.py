@@ -3,7 +3,7 @@
 The TOML file is ``<user config dir>/helix/config.toml`` (platformdirs) unless ``--config``
 or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment with ``__``
 (``HELIX_INGEST__CHUNK_BYTES=8MiB``); ``HELIX_STORE_DB`` sets the store path (design spec
-§11.2).  ``config/helix.example.toml`` documents every key with its default.
+§11.2).  ``helixd/data/helix.example.toml`` documents every key with its default.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from helixd import config
 from helixd.adapters import claude
 from tests.conftest import REPO, cli_env
 
-EXAMPLE = REPO / "config" / "helix.example.toml"
+EXAMPLE = REPO / "helixd" / "data" / "helix.example.toml"
 
 
 def test_example_config_loads_and_matches_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

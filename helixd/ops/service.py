@@ -1,4 +1,4 @@
-"""The helixd service files: rendering the templates in ``systemd/`` and ``launchd/`` for the
+"""The helixd service files: rendering the templates in ``helixd/data/systemd/`` and ``helixd/data/launchd/`` for the
 current user, and the service-manager commands that enable and disable them.
 
 Pure helpers (render, paths, command lists); ``helixctl service`` in ``cli_install.py`` does
@@ -19,7 +19,7 @@ Manager = Literal["systemd", "launchd"]
 
 LABEL = "dev.helix.helixd"
 UNITS = ("helixd.socket", "helixd.service")
-TEMPLATES = Path(__file__).resolve().parent.parent.parent
+TEMPLATES = Path(__file__).resolve().parent.parent / "data"
 
 
 class TemplateMissing(Exception):
