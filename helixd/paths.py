@@ -76,3 +76,9 @@ def config_may_set_prices(config: Path | None = None) -> bool:
     if any(k.startswith("HELIX_PRICES__") for k in os.environ):
         return True
     return config_path_in_use(config).is_file()
+
+
+def data_file(name: str) -> Path:
+    """A file shipped inside the package (``helixd/data/``): the service templates, the
+    example config, the hook script.  Present in a wheel install as in a checkout."""
+    return Path(__file__).resolve().parent / "data" / name

@@ -159,6 +159,14 @@ def hooks_uninstall(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> 
     _change_hooks("uninstall", agents, dry_run, exe)
 
 
+@hooks.command("script")
+def hooks_script() -> None:
+    """Print the shell alternative to `helixctl hook` (forwards stdin with socat or nc)."""
+    from helixd.paths import data_file
+
+    click.echo(data_file("helix-hook.sh").read_text(), nl=False)
+
+
 @hooks.command("status")
 @_agents_argument
 @_exe_option
