@@ -42,6 +42,13 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
             total=["Total", "", *_usage_cells(doc["totals"])],
         )
     )
+    undated = doc.get("undated")
+    if undated:
+        click.echo(
+            f"Not in any {_KEYS[period]}: {undated['inputTokens']:,} input tokens,"
+            f" {undated['outputTokens']:,} output, ${undated['totalCost']:,.2f}, with no usable"
+            " time (missing or impossible timestamps); `helixctl report session` counts them."
+        )
 
 
 def print_stats(doc: dict[str, Any]) -> None:

@@ -213,6 +213,30 @@ def period_report(
     return {period: entries, "totals": _totals(entries)}
 
 
+EARLIEST_MS: Final = 946_684_800_000  # 2000-01-01 UTC: usage before it has no true time
+
+
+def usable_buckets(now_ms: int) -> tuple[int, int]:
+    """``[first, end)`` of the buckets whose times can be true: from 2000-01-01 to a day
+    after ``now_ms``, on whole hours (so that the hourly rollup still serves)."""
+    return EARLIEST_MS // BUCKET_MS, (now_ms // 3_600_000 + 25) * 4
+
+
+def with_undated(
+    doc: dict[str, Any], rows: Iterable[Sequence[Any]], prices: Prices
+) -> dict[str, Any]:
+    """``doc`` with ``undated`` — the usage of rows ``(agent, model, *COUNTERS)`` that is in
+    no period — when there is any (not in ``totals``: the periods add up to the totals)."""
+    models: dict[str, Counts] = {}
+    agents: set[str] = set()
+    for agent, model, *c in rows:
+        _add(models.setdefault(model, [0] * len(COUNTERS)), c)
+        agents.add(agent)
+    if models:
+        doc["undated"] = {**_entry(models, prices), "agents": sorted(agents)}
+    return doc
+
+
 def session_report(
     rows: Iterable[Sequence[Any]], prices: Prices, iso: Callable[[int | None], str | None]
 ) -> dict[str, Any]:

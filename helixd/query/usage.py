@@ -9,6 +9,7 @@ per-response rows of its range for exact boundaries.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
@@ -23,6 +24,8 @@ from helixd.core.usage_report import (
     offset_segments,
     period_report,
     session_report,
+    usable_buckets,
+    with_undated,
 )
 from helixd.store import queries
 
@@ -45,8 +48,11 @@ class ReportQuery:
     week_start: int = 6
 
 
-def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str, Any]:
-    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``."""
+def report(
+    con: sqlite3.Connection, q: ReportQuery, prices: Prices, now_ms: int | None = None
+) -> dict[str, Any]:
+    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``, and
+    ``undated`` (usage whose time is unknown, in no period) when there is any."""
     if q.period not in PERIODS:
         raise ValueError(f"unknown period {q.period!r} (one of {', '.join(PERIODS)})")
     lo = day_start_ms(q.first_day, q.tz) // BUCKET_MS if q.first_day else None
@@ -54,6 +60,15 @@ def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str,
     if q.period == "session":
         rows = queries.usage_by_session(con, lo, hi, q.agents, q.repo, q.model)
         return session_report(rows, prices, iso)
+    # Days only for times that can be true: a response with no time, or one before 2000 or
+    # in the future (an unparseable timestamp in an older store), is in no day; it is
+    # reported apart (``undated``) rather than as a 1970-01-01 row.
+    floor, ceiling = usable_buckets(int(time.time() * 1000) if now_ms is None else now_ms)
+    lo, hi = max(lo or floor, floor), min(hi or ceiling, ceiling)
+    undated = queries.usage_outside(con, floor, ceiling, q.agents, q.repo, q.model)
+    if lo >= hi:
+        doc = period_report([], q.period, prices, q.week_start)
+        return with_undated(doc, undated, prices)
     span = queries.bucket_span(con)
     first, last = span or (0, 0)
     segments = offset_segments(max(first, lo or 0), min(last, hi or last), q.tz)
@@ -63,7 +78,7 @@ def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str,
         rows = queries.usage_by_day_hourly(con, segments, lo, hi, q.agents, q.model)
     else:
         rows = queries.usage_by_day(con, segments, lo, hi, q.agents, q.repo, q.model)
-    return period_report(rows, q.period, prices, q.week_start)
+    return with_undated(period_report(rows, q.period, prices, q.week_start), undated, prices)
 
 
 def tokens(
