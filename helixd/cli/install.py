@@ -104,15 +104,23 @@ def _resolve_exe(exe: str | None) -> str:
     return os.path.abspath(exe)
 
 
+def _created_log() -> Path:
+    from helixd.paths import state_dir
+
+    return state_dir() / "hooks-created.json"
+
+
 def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
     from helixd.ops import hooks as hk
+    from helixd.ops.hooks import created
 
     home = Path.home()
     targets = _targets(agents, _resolve_exe(exe), create=action == "install")
+    made = created.load(_created_log())
     changes = []
     for t in targets:  # parse every file before writing any
         try:
-            changes.append(hk.plan(t, "install" if action == "install" else "uninstall"))
+            changes.append(hk.plan(t, "install" if action == "install" else "uninstall", made))
         except hk.HookFileError as exc:
             click.echo(f"helixctl: {t.agent}: {exc}", err=True)
             if t.comments and action == "install":
@@ -130,9 +138,10 @@ def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str 
             click.echo(f"{where}: would {action}")
             click.echo(c.diff(), nl=False)
         else:
-            saved = hk.apply(c, _backup_dir(c.target.agent))
+            saved = hk.apply(c, _backup_dir(c.target.agent), _created_log())
             extra = f" (backup: {_tilde(saved, home)})" if saved else ""
-            click.echo(f"{where}: {action}ed{extra}")
+            done = "removed (install had created it)" if c.new is None else f"{action}ed"
+            click.echo(f"{where}: {done}{extra}")
             if c.target.note and action == "install":
                 click.echo(f"{c.target.agent}: {c.target.note}")
 

@@ -8,12 +8,13 @@ file in between.  Nothing is written when the new text equals the old one.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from helixd.adapters.hooktargets import HookTarget
-from helixd.ops.hooks import fileedit, jsonedit
+from helixd.ops.hooks import created, fileedit, jsonedit
 from helixd.ops.hooks.jsonedit import HookFileError
 
 Action = Literal["install", "uninstall"]
@@ -71,28 +72,47 @@ def _new_text(t: HookTarget, action: Action, old: str | None) -> str | None:
     return old if new == doc else jsonedit.dump(new, old)
 
 
-def plan(t: HookTarget, action: Action) -> Change:
-    """The change ``action`` would make to ``t``; HookFileError when the file is unusable."""
+def _empty(t: HookTarget, text: str) -> bool:
+    """Whether ``text`` holds nothing: ``{}`` for a JSON file, no key and no comment for TOML."""
+    if t.kind == "toml-argv":
+        return text.strip() == ""
+    return jsonedit.parse(text, str(t.path)) == {}
+
+
+def plan(t: HookTarget, action: Action, created: Collection[str] = ()) -> Change:
+    """The change ``action`` would make to ``t``; HookFileError when the file is unusable.
+    Uninstall removes a file install created (``created``: its record) once it holds nothing."""
     old = fileedit.read(t.path)
-    return Change(t, action, old, _new_text(t, action, old))
+    new = _new_text(t, action, old)
+    if action == "uninstall" and new is not None and str(t.path) in created and _empty(t, new):
+        new = None
+    return Change(t, action, old, new)
 
 
-def apply(change: Change, backup_dir: Path, attempts: int = 3) -> Path | None:
-    """Write ``change`` (backup first); returns the backup's path, if one was made."""
+def apply(
+    change: Change, backup_dir: Path, created_log: Path | None = None, attempts: int = 3
+) -> Path | None:
+    """Write ``change`` (backup first); returns the backup's path, if one was made.  A file
+    or directories install creates are recorded in ``created_log``; uninstall removes the
+    recorded directories that it leaves empty."""
+    path = change.target.path
     for _ in range(attempts):
         if not change.changed:
             return None
-        current = fileedit.read(change.target.path)
+        current = fileedit.read(path)
         if current != change.old:  # the agent rewrote the file since it was read
-            change = plan(change.target, change.action)
+            change = plan(change.target, change.action, created.load(created_log))
             continue
-        saved = None if current is None else fileedit.backup(change.target.path, backup_dir)
+        saved = None if current is None else fileedit.backup(path, backup_dir)
         if change.new is None:
-            fileedit.remove(change.target.path)
+            fileedit.remove(path)
+            created.remove_empty_dirs(created_log, path)
         else:
-            fileedit.atomic_write(change.target.path, change.new)
+            if current is None:
+                created.add(created_log, [*created.missing_dirs(path), path])
+            fileedit.atomic_write(path, change.new)
         return saved
-    raise HookFileError(f"{change.target.path} keeps changing; try again")
+    raise HookFileError(f"{path} keeps changing; try again")
 
 
 State = Literal["installed", "outdated", "absent", "no-file"]

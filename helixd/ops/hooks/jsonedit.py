@@ -133,7 +133,28 @@ def _indent(text: str) -> str | int:
     return "\t" if ws.startswith("\t") else len(ws)
 
 
+_SEPARATORS = re.compile(r'"\s*(:)(\s*)\S|[\]}"\d]\s*(,)(\s*)\S')
+
+
+def _separators(text: str) -> tuple[str, str]:
+    """The item and key separators of a one-line JSON text: ``","``/``":"`` when compact,
+    ``", "``/``": "`` as ``json.dumps`` writes them."""
+    item, key = ", ", ": "
+    for m in _SEPARATORS.finditer(text):
+        if m.group(1) and key == ": ":
+            key = ":" + m.group(2)
+        if m.group(3) and item == ", ":
+            item = "," + m.group(4)
+    return item, key
+
+
 def dump(doc: dict[str, Any], like: str | None) -> str:
-    """``doc`` as text in the style of ``like`` (the file's current text)."""
-    text = json.dumps(doc, indent=_indent(like or ""), ensure_ascii=False)
+    """``doc`` as text in the style of ``like`` (the file's current text): its indent, or on
+    one line with its separators when it is written on one line (compact JSON stays compact,
+    so that uninstall gives the file back byte for byte)."""
+    body = (like or "").strip()
+    if body and "\n" not in body:
+        text = json.dumps(doc, separators=_separators(body), ensure_ascii=False)
+    else:
+        text = json.dumps(doc, indent=_indent(like or ""), ensure_ascii=False)
     return text + "\n" if like is None or like.endswith("\n") or not like.strip() else text
