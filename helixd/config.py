@@ -94,8 +94,8 @@ class ModelPrice(_Section):
 
 
 class PriceSettings(_Section):
-    """Cost in USD: the bundled offline table, replaced by ``table`` (a JSON file in the
-    bundled format) when set, then individual models overridden by ``models``."""
+    """Cost in USD: ``models`` overrides, then ``table`` (a JSON file in the bundled
+    format), then genai-prices' offline data, then the bundled table (``helixd.prices``)."""
 
     table: Path | None = None
     models: dict[str, ModelPrice] = Field(default_factory=dict)
@@ -271,13 +271,15 @@ def _lookup(doc: Mapping[str, Any], loc: list[str]) -> bool:
     return True
 
 
-def price_table(settings: Settings) -> tuple[str, dict[str, dict[str, float]]]:
-    """The price table cost is computed with (``[prices]``), or ConfigError."""
-    from helixd.core import pricing
+def price_table(settings: Settings) -> Any:
+    """``(label, book)``: the prices cost is computed with (``[prices]`` over genai-prices
+    and the bundled table, ``helixd.prices``), or ConfigError."""
+    from helixd import prices
+    from helixd.core.pricing import PriceTableError
 
     try:
-        return pricing.effective(settings.prices.table, settings.prices.overrides())
-    except pricing.PriceTableError as exc:
+        return prices.effective(settings.prices.table, settings.prices.overrides())
+    except PriceTableError as exc:
         raise ConfigError(str(exc)) from exc
 
 

@@ -27,6 +27,17 @@ def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "helix"
 
 
+def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Rebuildable data (the flattened price data): ``$HELIX_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/helix`` (``~/.cache``) on Linux, ``~/Library/Caches/helix`` on macOS."""
+    if environ.get("HELIX_CACHE_DIR"):
+        return Path(environ["HELIX_CACHE_DIR"])
+    home = Path(environ.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "helix"
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "helix"
+
+
 def socket_path(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("HELIX_SOCKET"):
         return Path(environ["HELIX_SOCKET"])

@@ -88,9 +88,14 @@ def ours(path: Path) -> set[str]:
 
 def test_every_module_lives_in_a_floor_or_is_a_shared_top_level_module() -> None:
     top = {n for n, _ in modules() if folder(n) is None}
-    assert top == {"helixd", "helixd.config", "helixd.logs", "helixd.paths", "helixd.readconfig"}, (
-        top
-    )
+    assert top == {
+        "helixd",
+        "helixd.config",
+        "helixd.logs",
+        "helixd.paths",
+        "helixd.prices",
+        "helixd.readconfig",
+    }, top
     assert {folder(n) for n, _ in modules()} - {None} <= set(FLOORS)
 
 

@@ -50,7 +50,16 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     show_default=True,
     help="First day of a week (weekly).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (ccusage's shapes).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "ccusage"]),
+    default="text",
+    show_default=True,
+    help="json: Helix's document (per-agent ccusage fields, agents, undated, prices);"
+    " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -63,6 +72,7 @@ def report(
     breakdown: bool,
     timezone: str | None,
     start_of_week: str,
+    fmt: str,
     as_json: bool,
 ) -> None:
     """Token usage and cost per day, week, month or session, from the store."""
@@ -87,7 +97,12 @@ def report(
         doc = run(con, q, table)
     finally:
         con.close()
-    if as_json:
+    if fmt == "ccusage":
+        from helixd.core.usage_report import ccusage_shape
+
+        agent = agents[0] if len(set(agents)) == 1 else "all"
+        echo_json(ccusage_shape(doc, period, agent), sort_keys=True)
+    elif as_json or fmt == "json":
         echo_json(doc)
     else:
         from helixd.cli.tables import print_report

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
 from typing import Any, Final
 
+from helixd.core.pricing import PriceBook, Prices
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import (
     BUCKET_MS,
-    Prices,
     attribute,
     day_start_ms,
     offset_segments,
@@ -51,12 +51,38 @@ class ReportQuery:
 def report(
     con: sqlite3.Connection, q: ReportQuery, prices: Prices, now_ms: int | None = None
 ) -> dict[str, Any]:
-    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``, and
-    ``undated`` (usage whose time is unknown, in no period) when there is any."""
+    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``,
+    ``undated`` (usage whose time is unknown, in no period) when there is any, and ``prices``
+    (their source and date, and the source of each model's price)."""
     if q.period not in PERIODS:
         raise ValueError(f"unknown period {q.period!r} (one of {', '.join(PERIODS)})")
     lo = day_start_ms(q.first_day, q.tz) // BUCKET_MS if q.first_day else None
     hi = day_start_ms(q.last_day + timedelta(days=1), q.tz) // BUCKET_MS if q.last_day else None
+    return priced_by(_report(con, q, prices, now_ms, lo, hi), prices)
+
+
+def priced_by(doc: dict[str, Any], prices: Prices) -> dict[str, Any]:
+    """``doc`` with ``prices``: the source and date of the prices, and which source priced
+    each model in it (None: no price known, counted as 0)."""
+    if isinstance(prices, PriceBook):
+        models = {b["modelName"] for e in _entries(doc) for b in e["modelBreakdowns"]}
+        doc["prices"] = prices.describe(models)
+    return doc
+
+
+def _entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [e for key in (*PERIODS, "sessions") for e in doc.get(key, [])]
+    return out + ([doc["undated"]] if "undated" in doc else [])
+
+
+def _report(
+    con: sqlite3.Connection,
+    q: ReportQuery,
+    prices: Prices,
+    now_ms: int | None,
+    lo: int | None,
+    hi: int | None,
+) -> dict[str, Any]:
     if q.period == "session":
         rows = queries.usage_by_session(con, lo, hi, q.agents, q.repo, q.model)
         return session_report(rows, prices, iso)
@@ -96,7 +122,10 @@ def tokens(
     doc = attribute(records, list(transitions), prices)
     for p in doc["phases"]:
         p["start"], p["end"] = iso(p["start"]), iso(p["end"])
+    models = {b["modelName"] for b in doc["total"]["modelBreakdowns"]}
+    described = prices.describe(models) if isinstance(prices, PriceBook) else None
     return {
+        "prices": described,
         "repo": repo,
         "since": iso(since),
         "until": iso(until),
