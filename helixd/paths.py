@@ -60,14 +60,29 @@ def check_socket_path(path: Path) -> None:
         )
 
 
-def default_store_path() -> Path:
-    """The embedded default store: SQLite in the user's data directory."""
+def default_store_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """The embedded default store: SQLite in the user's data directory (platformdirs'
+    ``user_data_dir``, worked out here on Linux and macOS without importing it: the status
+    line reads this on every message)."""
+    home = environ.get("HOME")
+    if sys.platform == "darwin" and home:
+        return Path(home) / "Library" / "Application Support" / "helix" / "helix.db"
+    if sys.platform.startswith("linux") and home:
+        base = environ.get("XDG_DATA_HOME", "").strip() or os.path.join(home, ".local", "share")
+        return Path(base) / "helix" / "helix.db"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("helix")) / "helix.db"
 
 
-def default_config_path() -> Path:
+def default_config_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """platformdirs' ``user_config_dir``, worked out here on Linux and macOS."""
+    home = environ.get("HOME")
+    if sys.platform == "darwin" and home:
+        return Path(home) / "Library" / "Application Support" / "helix" / "config.toml"
+    if sys.platform.startswith("linux") and home:
+        base = environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(home, ".config")
+        return Path(base) / "helix" / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("helix")) / "config.toml"

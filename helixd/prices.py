@@ -15,30 +15,30 @@ everything, and the label says so.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
+import json
 import os
-import shutil
-import tempfile
-from collections.abc import Mapping
-from datetime import UTC, datetime
+import sys
+import time
+import zlib
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING
 
 from helixd.core.pricing import (
     FIELDS,
     FlatLayer,
-    Layer,
     PriceBook,
-    PriceTable,
     PriceTableError,
     bundled_layer,
     genai_layer,
     load_prices,
 )
 from helixd.paths import cache_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from helixd.core.pricing import Layer, PriceTable
 
 FORMAT = 1
 
@@ -54,7 +54,7 @@ def effective(
     layers: list[Layer] = []
     if table_file is not None:
         layers.append(_table_layer(Path(table_file).expanduser()))
-    day = today or datetime.now(UTC).date().isoformat()
+    day = today or time.strftime("%Y-%m-%d", time.gmtime())
     genai = genai_prices_layer(day, cache or cache_dir())
     if genai is not None:
         layers.append(genai)
@@ -83,7 +83,7 @@ def genai_prices_layer(today: str, cache: Path) -> Layer | None:
     key = _installed_key()
     if key is None:
         return None
-    where = cache / "genai-prices" / hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    where = cache / "genai-prices" / f"{zlib.crc32(key.encode()):08x}-{len(key)}"
     try:
         return _layer(where, (where / "index.json").read_bytes(), today)
     except (OSError, ValueError, KeyError, TypeError):
@@ -93,13 +93,13 @@ def genai_prices_layer(today: str, cache: Path) -> Layer | None:
     except Exception:  # data this code cannot read: the bundled table prices everything
         return None
     _publish(where, index, models)
-    return genai_layer(orjson.dumps(index), today, lambda p: models.get(p, []))
+    return genai_layer(json.dumps(index).encode(), today, lambda p: models.get(p, []))
 
 
 def _layer(where: Path, index: bytes, today: str) -> Layer:
     def models_of(provider: str) -> list[Any]:
         try:
-            found: list[Any] = orjson.loads((where / f"{provider}.json").read_bytes())
+            found: list[Any] = json.loads((where / f"{provider}.json").read_bytes())
         except (OSError, ValueError):
             return []
         return found
@@ -111,13 +111,16 @@ def _publish(where: Path, index: dict[str, Any], models: dict[str, list[Any]]) -
     """Write the cache into a new directory and rename it into place (a reader sees all of
     it or none); older versions' directories go.  A cache that cannot be written is only
     slower."""
+    import shutil
+    import tempfile
+
     tmp: Path | None = None
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=where.parent, prefix=".new-"))
         for provider, entries in models.items():
-            (tmp / f"{provider}.json").write_bytes(orjson.dumps(entries))
-        (tmp / "index.json").write_bytes(orjson.dumps(index))
+            (tmp / f"{provider}.json").write_text(json.dumps(entries, separators=(",", ":")))
+        (tmp / "index.json").write_text(json.dumps(index, separators=(",", ":")))
         os.replace(tmp, where)
     except OSError:  # another process published it first, or a read-only cache
         if tmp is not None:
@@ -129,16 +132,31 @@ def _publish(where: Path, index: dict[str, Any], models: dict[str, list[Any]]) -
 
 
 def _installed_key() -> str | None:
-    """Where genai-prices' data module is, its size and mtime — without importing it."""
+    """Where genai-prices' data module is, its size and mtime — without importing it (nor
+    importlib's machinery: the directories of ``sys.path`` are looked at, as the import
+    system would, then ``find_spec`` for anything unusual)."""
+    if "genai_prices" in sys.modules and sys.modules["genai_prices"] is None:
+        return None  # made unimportable on purpose
+    data = next(
+        (
+            os.path.join(entry, "genai_prices", "data.py")
+            for entry in sys.path
+            if entry and os.path.isfile(os.path.join(entry, "genai_prices", "__init__.py"))
+        ),
+        None,
+    )
+    if data is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("genai_prices")
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        data = os.path.join(next(iter(spec.submodule_search_locations)), "data.py")
     try:
-        spec = importlib.util.find_spec("genai_prices")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    data = Path(next(iter(spec.submodule_search_locations))) / "data.py"
-    try:
-        st = data.stat()
+        st = os.stat(data)
     except OSError:
         return None
     return f"{FORMAT}:{data}:{st.st_size}:{st.st_mtime_ns}"

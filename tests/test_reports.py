@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from helixd.core.usage_report import attribute, period_of, price_for, snippet
+from helixd.core.pricing import price_for
+from helixd.core.usage_report import attribute, period_of, snippet
 
 REPO = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"

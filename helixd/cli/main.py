@@ -42,6 +42,8 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "service": ("helixd.cli.install", "service"),
     "doctor": ("helixd.cli.doctor", "doctor"),
     "config": ("helixd.cli.configcmd", "config"),
+    "mcp": ("helixd.cli.mcpcmd", "mcp"),
+    "statusline": ("helixd.cli.mcpcmd", "statusline"),
 }
 
 

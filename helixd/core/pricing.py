@@ -18,15 +18,25 @@ Pure: the data comes in as bytes or mappings; only :func:`bundled` reads the pac
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING
 
-import orjson
+if TYPE_CHECKING:  # kept out of the run time: the status line imports this module
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any, Final, Protocol, TypeAlias
 
-Price = Mapping[str, float]
+    Price: TypeAlias = Mapping[str, float]
+    ModelsOf: TypeAlias = Callable[[str], Sequence[Mapping[str, Any]]]
+
+    class Layer(Protocol):
+        @property
+        def name(self) -> str: ...
+
+        def find(self, model: str) -> Price | None: ...
+
+
 FIELDS: Final = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 BUNDLED: Final = Path(__file__).parent / "prices.json"
 _DATED: Final = re.compile(r"-\d{8}$")
@@ -39,7 +49,7 @@ class PriceTableError(ValueError):
 # -- flat tables (the bundled table, a configured file) -------------------------------------
 def load_prices(data: bytes) -> tuple[str, dict[str, dict[str, float]]]:
     """``(date, {model: {input, output, cache_read, cache_write_5m, cache_write_1h}})``."""
-    doc = orjson.loads(data)
+    doc = json.loads(data)
     return str(doc.get("date", "")), {str(k): dict(v) for k, v in doc["models"].items()}
 
 
@@ -54,19 +64,13 @@ def flat_price(table: Mapping[str, Price], model: str) -> Price | None:
     return table[best] if best else None
 
 
-class Layer(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def find(self, model: str) -> Price | None: ...
-
-
-@dataclass(frozen=True, slots=True)
 class FlatLayer:
     """A dated table keyed by model name (the bundled table, a configured file)."""
 
-    name: str
-    table: Mapping[str, Price]
+    __slots__ = ("name", "table")
+
+    def __init__(self, name: str, table: Mapping[str, Price]) -> None:
+        self.name, self.table = name, table
 
     def find(self, model: str) -> Price | None:
         return flat_price(self.table, model)
@@ -100,9 +104,6 @@ _COMPACT_DATE: Final = re.compile(r"-(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01
 def _dashed_date(ref: str) -> str:
     """``gpt-5.2-20251211`` -> ``gpt-5.2-2025-12-11`` (the form genai-prices retries with)."""
     return _COMPACT_DATE.sub(lambda m: f"-{m.group(1)}-{m.group(2)}-{m.group(3)}", ref)
-
-
-ModelsOf = Callable[[str], Sequence[Mapping[str, Any]]]
 
 
 class GenaiLayer:
@@ -181,7 +182,7 @@ def _fields(p: Sequence[Any]) -> dict[str, float]:
 def genai_layer(index: bytes, date: str, models_of: ModelsOf) -> GenaiLayer:
     """The layer of a flattened genai-prices index (``helixd/prices.py`` writes it) whose
     providers' models ``models_of`` reads."""
-    doc = orjson.loads(index)
+    doc = json.loads(index)
     return GenaiLayer(f"genai-prices {doc['version']}", date, doc["providers"], models_of)
 
 
@@ -235,8 +236,9 @@ def _label(layer: Layer) -> str:
     return f"{layer.name}, {date}" if date else layer.name
 
 
-Prices = PriceBook | Mapping[str, Price]
-PriceTable = tuple[str, Prices]
+if TYPE_CHECKING:
+    Prices: TypeAlias = PriceBook | Mapping[str, Price]
+    PriceTable: TypeAlias = tuple[str, Prices]
 
 
 def price_for(prices: Prices, model: str) -> Price | None:
@@ -244,6 +246,22 @@ def price_for(prices: Prices, model: str) -> Price | None:
     if isinstance(prices, PriceBook):
         return prices.price(model)
     return flat_price(prices, model)
+
+
+def cost(prices: Prices, model: str, c: Sequence[int]) -> float:
+    """USD for one model's counters (input, output, cache read, cache write 5 m, 1 h, …);
+    0 for an unpriced model.  Reasoning tokens are part of output already: never charged
+    twice."""
+    p = price_for(prices, model)
+    if p is None:
+        return 0.0
+    return (
+        c[0] * p["input"]
+        + c[1] * p["output"]
+        + c[2] * p["cache_read"]
+        + c[3] * p["cache_write_5m"]
+        + c[4] * p["cache_write_1h"]
+    ) / 1e6
 
 
 def bundled_layer() -> FlatLayer:

@@ -12,9 +12,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from helixd.core.pricing import Prices, price_for
+from helixd.core.pricing import cost as cost  # re-exported: reports price with it
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 BUCKET_MS: Final = 900_000  # the store's usage rollup: 15 minutes divides every UTC offset
 # Counter order of every usage row the queries return.
@@ -31,21 +34,6 @@ Counts = list[int]
 
 
 # -- prices ------------------------------------------------------------------------------
-def cost(prices: Prices, model: str, c: Sequence[int]) -> float:
-    """USD for one model's counters (``COUNTERS`` order); 0 for an unpriced model.
-    Reasoning tokens are part of output already: never charged twice."""
-    p = price_for(prices, model)
-    if p is None:
-        return 0.0
-    return (
-        c[0] * p["input"]
-        + c[1] * p["output"]
-        + c[2] * p["cache_read"]
-        + c[3] * p["cache_write_5m"]
-        + c[4] * p["cache_write_1h"]
-    ) / 1e6
-
-
 # -- time --------------------------------------------------------------------------------
 def local_dt(ms: int, tz: tzinfo | None) -> datetime:
     """``ms`` as a wall-clock time in ``tz`` (``None``: the system's local zone)."""

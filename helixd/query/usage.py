@@ -13,9 +13,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from helixd.core.pricing import PriceBook, Prices
+from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import (
     BUCKET_MS,
@@ -28,6 +28,9 @@ from helixd.core.usage_report import (
     with_undated,
 )
 from helixd.store import queries
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 PERIODS: Final = ("daily", "weekly", "monthly", "session")
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -34,9 +34,16 @@ def _save(log: Path, paths: set[str]) -> None:
     fileedit.atomic_write(log, json.dumps(sorted(paths), indent=1) + "\n", new_mode=0o600)
 
 
-def add(log: Path | None, paths: Iterable[Path]) -> None:
-    if log is not None:
-        _save(log, load(log) | {str(p) for p in paths})
+def add(log: Path | None, paths: Iterable[Path | str]) -> None:
+    names = {str(p) for p in paths}
+    if log is not None and names - load(log):
+        _save(log, load(log) | names)
+
+
+def discard(log: Path | None, names: Iterable[str]) -> None:
+    recorded = load(log)
+    if log is not None and recorded & set(names):
+        _save(log, recorded - set(names))
 
 
 def missing_dirs(path: Path) -> list[Path]:
