@@ -44,6 +44,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "config": ("helixd.cli.configcmd", "config"),
     "mcp": ("helixd.cli.mcpcmd", "mcp"),
     "statusline": ("helixd.cli.mcpcmd", "statusline"),
+    "completion": ("helixd.cli.complete", "completion"),
 }
 
 

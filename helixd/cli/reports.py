@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from helixd.cli import complete
 from helixd.cli.common import check_agents, echo_json, instant, prices, reader, zone
 
 PERIODS = ("daily", "weekly", "monthly", "session")
@@ -36,8 +37,19 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     "--since", default=None, help="First day, inclusive (YYYYMMDD, YYYY-MM-DD, 7d, yesterday)."
 )
 @click.option("--until", default=None, help="Last day, inclusive.")
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
-@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
+@click.option(
+    "--repo",
+    default=None,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option("--model", default=None, help="Only this model (or its dated versions).")
 @click.option("--breakdown", is_flag=True, help="Show per-model rows in the table.")
 @click.option(
@@ -135,12 +147,23 @@ def _read_phases(path: Path) -> list[tuple[int, str]]:
 
 
 @click.command()
-@click.option("--repo", required=True, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--repo",
+    required=True,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option(
     "--since", default=None, help="Start, inclusive (7d, yesterday, ISO-8601; default: all)."
 )
 @click.option("--until", default=None, help="End, exclusive (default: open).")
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
 @click.option(
     "--phases",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),

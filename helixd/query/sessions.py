@@ -134,3 +134,18 @@ def lookup(con: sqlite3.Connection, ref: str) -> Lookup:
         parent=parent,
         problems=sq.file_problems(con, s["id"]),
     )
+
+
+def complete_sessions(
+    con: sqlite3.Connection, prefix: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Sessions whose uid or native id starts with ``prefix``, for shell completion: their
+    ``uid`` and ``title``."""
+    return [
+        {"uid": s["uid"], "title": _title(s)} for s in sq.find_sessions(con, prefix, limit=limit)
+    ]
+
+
+def complete_repos(con: sqlite3.Connection, prefix: str, limit: int = 50) -> list[str]:
+    """Repo names and working directories starting with ``prefix``."""
+    return sq.repos_starting(con, prefix, limit)
