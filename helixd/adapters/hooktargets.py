@@ -143,7 +143,7 @@ def _claude_root(home: Path, env: Mapping[str, str]) -> Path:
     return _dir(dirs[0], home) if dirs else home / ".claude"
 
 
-def claude_statusline(home: Path, env: Mapping[str, str], exe: str) -> HookTarget:
+def statusline_target(home: Path, env: Mapping[str, str], exe: str) -> HookTarget:
     """Claude Code's ``statusLine`` in its user settings: ``helixctl statusline``."""
     root = _claude_root(home, env)
     value = {"type": "command", "command": _cmd(exe, "statusline"), "padding": 0}

@@ -86,8 +86,8 @@ def _targets(
     statusline: bool = False,
 ) -> list[HookTarget]:
     """The files to edit for ``agents`` (every installed one when none is named), from
-    ``table`` (the hooks by default); with ``statusline``, Claude Code's status line too."""
-    from helixd.adapters.hooktargets import TARGETS, claude_statusline
+    ``table`` (the hooks by default); with ``statusline``, the agent's status line too."""
+    from helixd.adapters.hooktargets import TARGETS, statusline_target
 
     table = TARGETS if table is None else table
     unknown = [a for a in agents if a not in table]
@@ -95,10 +95,10 @@ def _targets(
         _fail(f"unknown agent {unknown[0]!r} (known: {', '.join(table)})")
     home = Path.home()
     out: list[HookTarget] = []
-    if statusline and (not agents or "claude" in agents):
-        line = claude_statusline(home, os.environ, exe)
-        if (agents or line.root.is_dir()) and (create or _holds_ours(line)):
-            out.append(line)
+    line = statusline_target(home, os.environ, exe) if statusline else None
+    wanted = line is not None and (line.agent in agents if agents else line.root.is_dir())
+    if line is not None and wanted and (create or _holds_ours(line)):
+        out.append(line)
     for name in agents or tuple(table):
         found = table[name](home, os.environ, exe)
         if not agents and not found[0].root.is_dir():
@@ -186,7 +186,7 @@ def _change_hooks(
 @click.option(
     "--statusline",
     is_flag=True,
-    help="Also set Claude Code's status line to `helixctl statusline` (refused when the user"
+    help="Also set the agent's status line to `helixctl statusline` (refused when the user"
     " has one of their own).",
 )
 def hooks_install(

@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 INSTRUCTIONS = (
-    "Helix is a local memory of this machine's AI coding-agent sessions (Claude Code, Codex, "
-    "Gemini, Grok): transcripts, token usage and cost, and a digest per session. Search it "
-    "for past work, read a session, or ask for usage. Session references are `agent:<id>`, "
-    "the bare id, or a unique prefix; times are ISO dates or relative (`7d`, `yesterday`)."
+    "Helix is a local memory of this machine's AI coding-agent sessions ({agents}): "
+    "transcripts, token usage and cost, and a digest per session. Search it for past work, "
+    "read a session, or ask for usage. Session references are `agent:<id>`, the bare id, or "
+    "a unique prefix; times are ISO dates or relative (`7d`, `yesterday`)."
 )
 
 
@@ -83,8 +83,11 @@ class Memory:
 
 def build(memory: Memory) -> MCPServer:
     """The server with every tool registered (not started)."""
+    from helixd.adapters import REGISTRY
+
+    instructions = INSTRUCTIONS.format(agents=", ".join(a.name for a in REGISTRY))
     server: MCPServer = MCPServer(
-        "helix", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+        "helix", instructions=instructions, version=__version__, log_level="WARNING"
     )
 
     def tool(fn: Callable[..., T]) -> Callable[..., T]:
