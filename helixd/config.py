@@ -3,7 +3,7 @@
 The TOML file is ``<user config dir>/helix/config.toml`` (platformdirs) unless ``--config``
 or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment with ``__``
 (``HELIX_INGEST__CHUNK_BYTES=8MiB``); ``HELIX_STORE_DB`` sets the store path (design spec
-§11.2).  ``config/helix.example.toml`` documents every key with its default.
+§11.2).  ``helixd/data/helix.example.toml`` documents every key with its default.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import ConfigError, parse_bytes
+from helixd.readconfig import ConfigError, _closest, check_keys, parse_bytes
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
@@ -94,8 +94,8 @@ class ModelPrice(_Section):
 
 
 class PriceSettings(_Section):
-    """Cost in USD: the bundled offline table, replaced by ``table`` (a JSON file in the
-    bundled format) when set, then individual models overridden by ``models``."""
+    """Cost in USD: ``models`` overrides, then ``table`` (a JSON file in the bundled
+    format), then genai-prices' offline data, then the bundled table (``helixd.prices``)."""
 
     table: Path | None = None
     models: dict[str, ModelPrice] = Field(default_factory=dict)
@@ -152,23 +152,134 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
     path = config_path_in_use(config)
     if (config is not None or "HELIX_CONFIG" in os.environ) and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
+    doc = _read_toml(path)
+    check_keys(doc, path)  # a typo: the key, its section and the closest valid key
     bound = type(
         "BoundSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}}
     )
     try:
         settings: Settings = bound(**overrides)
         return settings
+    except ValidationError as exc:
+        raise ConfigError(plain_errors(exc, path, doc)) from None
     except ValueError as exc:
-        raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
+        raise ConfigError(f"invalid configuration ({path}): {exc}") from None
 
 
-def price_table(settings: Settings) -> tuple[str, dict[str, dict[str, float]]]:
-    """The price table cost is computed with (``[prices]``), or ConfigError."""
-    from helixd.core import pricing
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
 
     try:
-        return pricing.effective(settings.prices.table, settings.prices.overrides())
-    except pricing.PriceTableError as exc:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid configuration ({path}): not TOML: {exc}") from None
+
+
+# What a value must be, by pydantic's error type, in the words readconfig uses.
+_WANT: dict[str, str] = {
+    "int_parsing": "want a whole number",
+    "int_type": "want a whole number",
+    "int_from_float": "want a whole number",
+    "float_parsing": "want a number",
+    "float_type": "want a number",
+    "bool_parsing": "want true or false",
+    "bool_type": "want true or false",
+    "string_type": "want a string",
+    "list_type": "want a list",
+    "dict_type": "want a table",
+    "model_type": "want a table",
+    "model_attributes_type": "want a table",
+    "path_type": "want a path",
+    "greater_than_equal": "want a value >= 0",
+}
+
+
+def plain_errors(exc: ValidationError, path: Path, doc: Mapping[str, Any]) -> str:
+    """The model's errors in plain words: each names the key, its section and where it was
+    set (the file or the ``HELIX_*`` variable), and what the value must be."""
+    lines = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        key, section = loc[-1], ".".join(loc[:-1])
+        in_file = _lookup(doc, loc)
+        env = _env_name(loc)
+        where = f"{key} in [{section}] of {path}" if in_file else env
+        if err["type"] == "extra_forbidden":
+            known = _known_keys(loc[:-1])
+            near = _closest(key, known) if known else ""
+            what = f"unknown key {key!r} in [{section}] of " + (str(path) if in_file else env)
+            lines.append(what + near)
+            continue
+        want = _WANT.get(err["type"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        value = err.get("input")
+        got = f", got {value!r}" if want and not isinstance(value, dict) else ""
+        lines.append(f"{where}: {want or message}{got}")
+    return "invalid configuration: " + "; ".join(lines)
+
+
+def _env_name(loc: list[str]) -> str:
+    """The ``HELIX_*`` variable that set ``loc``: itself, or the section it is inside (set
+    as JSON)."""
+    if loc == ["store", "db"] and os.environ.get("HELIX_STORE_DB"):
+        return "HELIX_STORE_DB"
+    present = {k.upper() for k in os.environ}
+    for end in range(len(loc), 0, -1):
+        name = "HELIX_" + "__".join(loc[:end]).upper()
+        if name in present:
+            return name
+    return "HELIX_" + "__".join(loc).upper()
+
+
+def _known_keys(section: list[str]) -> frozenset[str]:
+    """The valid keys of a section of the model (``daemon``, ``agents.claude``, …)."""
+    model: Any = Settings
+    for part in section:
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            if model is Settings or not section:
+                return frozenset()
+            continue  # a name inside a dict section (an agent, a model): same value type
+        model = _value_model(field.annotation)
+        if model is None:
+            return frozenset()
+    return frozenset(model.model_fields) if hasattr(model, "model_fields") else frozenset()
+
+
+def _value_model(annotation: Any) -> Any:
+    """The model a field holds, or the value model of a ``dict[str, Model]`` field."""
+    from typing import get_args
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = get_args(annotation)
+    return _value_model(args[-1]) if args else None
+
+
+def _lookup(doc: Mapping[str, Any], loc: list[str]) -> bool:
+    node: Any = doc
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def price_table(settings: Settings) -> Any:
+    """``(label, book)``: the prices cost is computed with (``[prices]`` over genai-prices
+    and the bundled table, ``helixd.prices``), or ConfigError."""
+    from helixd import prices
+    from helixd.core.pricing import PriceTableError
+
+    try:
+        return prices.effective(settings.prices.table, settings.prices.overrides())
+    except PriceTableError as exc:
         raise ConfigError(str(exc)) from exc
 
 

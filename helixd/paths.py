@@ -27,6 +27,17 @@ def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "helix"
 
 
+def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Rebuildable data (the flattened price data): ``$HELIX_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/helix`` (``~/.cache``) on Linux, ``~/Library/Caches/helix`` on macOS."""
+    if environ.get("HELIX_CACHE_DIR"):
+        return Path(environ["HELIX_CACHE_DIR"])
+    home = Path(environ.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "helix"
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "helix"
+
+
 def socket_path(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("HELIX_SOCKET"):
         return Path(environ["HELIX_SOCKET"])
@@ -49,14 +60,29 @@ def check_socket_path(path: Path) -> None:
         )
 
 
-def default_store_path() -> Path:
-    """The embedded default store: SQLite in the user's data directory."""
+def default_store_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """The embedded default store: SQLite in the user's data directory (platformdirs'
+    ``user_data_dir``, worked out here on Linux and macOS without importing it: the status
+    line reads this on every message)."""
+    home = environ.get("HOME")
+    if sys.platform == "darwin" and home:
+        return Path(home) / "Library" / "Application Support" / "helix" / "helix.db"
+    if sys.platform.startswith("linux") and home:
+        base = environ.get("XDG_DATA_HOME", "").strip() or os.path.join(home, ".local", "share")
+        return Path(base) / "helix" / "helix.db"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("helix")) / "helix.db"
 
 
-def default_config_path() -> Path:
+def default_config_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """platformdirs' ``user_config_dir``, worked out here on Linux and macOS."""
+    home = environ.get("HOME")
+    if sys.platform == "darwin" and home:
+        return Path(home) / "Library" / "Application Support" / "helix" / "config.toml"
+    if sys.platform.startswith("linux") and home:
+        base = environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(home, ".config")
+        return Path(base) / "helix" / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("helix")) / "config.toml"
@@ -76,3 +102,9 @@ def config_may_set_prices(config: Path | None = None) -> bool:
     if any(k.startswith("HELIX_PRICES__") for k in os.environ):
         return True
     return config_path_in_use(config).is_file()
+
+
+def data_file(name: str) -> Path:
+    """A file shipped inside the package (``helixd/data/``): the service templates, the
+    example config, the hook script.  Present in a wheel install as in a checkout."""
+    return Path(__file__).resolve().parent / "data" / name

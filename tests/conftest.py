@@ -111,3 +111,20 @@ def daemon(home: Path, tmp_path: Path) -> Iterator[Helixd]:
     yield d
     if d.proc is not None and d.proc.poll() is None:
         d.stop(signal.SIGKILL)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One cache directory for the whole run (the flattened genai-prices data is built once,
+    ~1 s, rather than in every test's HOME); every child process inherits it."""
+    cache = Path(tempfile.mkdtemp(prefix="helix-test-cache-"))
+    config.stash[_CACHE_KEY] = cache
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = config.stash.get(_CACHE_KEY, None)
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+_CACHE_KEY = pytest.StashKey[Path]()

@@ -96,6 +96,7 @@ def test_every_module_lives_in_a_floor_or_is_a_shared_top_level_module() -> None
         "helixd.filemodes",
         "helixd.logs",
         "helixd.paths",
+        "helixd.prices",
         "helixd.readconfig",
     }, top
     assert {folder(n) for n, _ in modules()} - {None} <= set(FLOORS)

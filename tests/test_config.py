@@ -12,7 +12,7 @@ from helixd import config
 from helixd.adapters import claude
 from tests.conftest import REPO, cli_env
 
-EXAMPLE = REPO / "config" / "helix.example.toml"
+EXAMPLE = REPO / "helixd" / "data" / "helix.example.toml"
 
 
 def test_example_config_loads_and_matches_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,3 +87,70 @@ def test_configured_roots_replace_the_defaults(tmp_path: Path) -> None:
     cfg.write_text(f'[agents.claude]\nroots = ["{tmp_path}/x"]\n')
     pairs = config.agent_roots(config.load(cfg), [claude.ADAPTER], {}, tmp_path)
     assert [root for _, root in pairs] == [tmp_path / "x"]
+
+
+FULL_MODEL_CASES = [
+    (
+        "[daemon]\ndebounce_msec = 5\n",
+        {},
+        "unknown key 'debounce_msec' in [daemon]; did you mean 'debounce_ms'?",
+    ),
+    (
+        "[agents.claude]\nroot = ['/x']\n",
+        {},
+        "unknown key 'root' in [agents.claude]; did you mean 'roots'?",
+    ),
+    ("[daemon]\nwatch = 'maybe'\n", {}, "watch in [daemon] of {cfg}: want true or false"),
+    (
+        '[prices.models."gpt-5"]\ninput = -1\n',
+        {},
+        "] of {cfg}: want",  # the read settings and the model word it alike: "input in
+        # [prices.models.gpt-5] of FILE: want a value >= 0, got -1"
+    ),
+    ("", {"HELIX_DAEMON__DEBOUNCE_MS": "abc"}, "HELIX_DAEMON__DEBOUNCE_MS: want a whole number"),
+    (
+        "",
+        {"HELIX_DAEMON__DEBOUNCEMS": "5"},
+        "unknown key 'debouncems' in [daemon] of HELIX_DAEMON__DEBOUNCEMS;"
+        " did you mean 'debounce_ms'?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "env", "said"), FULL_MODEL_CASES)
+@pytest.mark.parametrize("command", [["config", "check"], ["ingest"], ["evict", "--dry-run"]])
+def test_the_full_model_names_the_key_its_section_and_the_closest_valid_key(
+    tmp_path: Path, text: str, env: dict[str, str], said: str, command: list[str]
+) -> None:
+    """Issue 14: a config typo read by the full model (daemon, ingest, analyze, evict, doctor)
+    says what the read commands say, in plain words, without pydantic's internals."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "--config", str(cfg), *command],
+        env={**cli_env(tmp_path, tmp_path / "s.db"), **env},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert said.format(cfg=cfg) in proc.stderr
+    for internal in ("validation error", "errors.pydantic.dev", "input_type", "BoundSettings"):
+        assert internal not in proc.stderr
+
+
+def test_the_daemon_names_a_config_typo_in_plain_words(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[retention]\nraw_soft_cap = '1GiB'\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.daemon.app", "--config", str(cfg), "--once"],
+        env=cli_env(tmp_path, tmp_path / "s.db"),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown key 'raw_soft_cap' in [retention]" in proc.stderr
+    assert "did you mean 'raw_soft_cap_bytes'?" in proc.stderr
+    assert "validation error" not in proc.stderr

@@ -11,7 +11,7 @@ from helixd import config
 from helixd.adapters import REGISTRY, Adapter
 from tests.conftest import REPO
 
-EXAMPLE = REPO / "config" / "helix.example.toml"
+EXAMPLE = REPO / "helixd" / "data" / "helix.example.toml"
 
 
 def test_every_registered_agent_has_a_table() -> None:

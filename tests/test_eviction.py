@@ -327,3 +327,19 @@ def test_lookup_reads_the_store_named_by_helix_store_db(
         assert missing.returncode == 3 and "nowhere" in missing.stderr
     finally:
         config.unlink()
+
+
+def test_status_and_evict_count_the_raw_tier_alike(db: Path, cli: Cli) -> None:
+    """Issue 14: ``status`` showed the compressed raw bytes, ``evict`` raw blocks + events
+    (what the budgets cap); both now show the latter, before and after a pass."""
+    for _ in range(2):
+        status = orjson.loads(cli("status", "--json").stdout)
+        plan = orjson.loads(cli("evict", "--dry-run", "--json").stdout)
+        assert status["retention"]["raw_bytes"] == plan["usage_before"] > 0
+        tier1 = status["store"]["tier1"]
+        assert tier1["bytes"] == tier1["raw_blocks_bytes"] + tier1["events_bytes"]
+        done = cli("evict", "--json", HELIX_RETENTION__RAW_SOFT_CAP_BYTES="300KiB")
+        assert done.exit_code == 0, done.output
+    after = orjson.loads(cli("status", "--json").stdout)["retention"]["raw_bytes"]
+    assert after == orjson.loads(cli("evict", "--dry-run", "--json").stdout)["usage_before"]
+    assert after <= 300 * 1024

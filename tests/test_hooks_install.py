@@ -328,3 +328,59 @@ def test_a_four_space_file_keeps_its_indent_and_a_spaced_path_is_quoted(
     assert "already installed" in run("install").output
     assert run("uninstall").exit_code == 0
     assert settings.read_text() == original
+
+
+def test_uninstall_removes_what_install_created_and_nothing_else(
+    tmp_path: Path, helixctl: Run
+) -> None:
+    """Issue 14: uninstall left ``{}`` in a settings file install had created, and the
+    directories install had made (Grok's ``hooks/``, a new config dir)."""
+    bare = tmp_path / "bare"
+    (bare / ".grok").mkdir(parents=True)
+    (bare / ".gemini").mkdir()
+    (bare / ".gemini" / "settings.json").write_text("{}\n")  # the user's own, kept
+    conf = tmp_path / "nested" / "claude-config"
+    env = {"HOME": str(bare), "CLAUDE_CONFIG_DIR": str(conf)}
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert helixctl("hooks", "install", "claude", "grok", "gemini", extra=env).exit_code == 0
+    assert (conf / "settings.json").is_file() and (bare / ".grok/hooks/helix.json").is_file()
+    dry = helixctl("hooks", "uninstall", "claude", "--dry-run", extra=env)
+    assert "+++ /dev/null" in dry.output
+    done = helixctl("hooks", "uninstall", "claude", "grok", "gemini", extra=env)
+    assert done.exit_code == 0, done.output
+    after = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    state = [p for p in after if p.split("/")[0] == "state"]  # backups live there
+    assert [p for p in after if p not in state] == [p for p in before if p not in state]
+    assert (bare / ".gemini" / "settings.json").read_text() == "{}\n"
+    assert not (tmp_path / "state" / "hooks-created.json").exists()
+
+
+def test_a_directory_the_user_filled_meanwhile_stays(tmp_path: Path, helixctl: Run) -> None:
+    bare = tmp_path / "bare"
+    (bare / ".grok").mkdir(parents=True)
+    env = {"HOME": str(bare)}
+    assert helixctl("hooks", "install", "grok", extra=env).exit_code == 0
+    (bare / ".grok/hooks/mine.json").write_text("{}")
+    assert helixctl("hooks", "uninstall", "grok", extra=env).exit_code == 0
+    assert sorted(os.listdir(bare / ".grok/hooks")) == ["mine.json"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"model":"opus","env":{"A":"1"},'
+        '"hooks":{"Stop":[{"hooks":[{"type":"command","command":"say hi"}]}]}}',
+        '{"model": "opus", "permissions": {"allow": ["Bash(ls:*)"]}}\n',
+    ],
+)
+def test_a_one_line_file_stays_on_one_line_and_comes_back_byte_for_byte(
+    home: Path, helixctl: Run, text: str
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(text)
+    assert helixctl("hooks", "install", "claude").exit_code == 0
+    installed = settings.read_text()
+    assert len(installed.strip().splitlines()) == 1 and ours("claude") in installed
+    assert json.loads(installed)["model"] == "opus"
+    assert helixctl("hooks", "uninstall", "claude").exit_code == 0
+    assert settings.read_text() == text

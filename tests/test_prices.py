@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
-from helixd.core.pricing import bundled, with_overrides
-from tests.conftest import FIXTURES, RunCli
+from helixd.core.pricing import PriceBook, bundled, price_for, with_overrides
+from tests.conftest import FIXTURES, REPO, RunCli
 
 SESSION = "1af7fc5e-8455-4414-9ccd-011d40f70b2a"
 UID = f"claude:{SESSION}"
@@ -43,25 +46,25 @@ def report_cost(helixctl: RunCli) -> float:
     return float(doc["totals"]["totalCost"])
 
 
-def test_config_overrides_and_replaces_the_bundled_prices(home: Path, helixctl: RunCli) -> None:
+def test_config_overrides_and_replaces_the_default_prices(home: Path, helixctl: RunCli) -> None:
     config = setup(home)
     helixctl("ingest")
     d = digest(helixctl)
-    date = bundled()[0]
-    assert d["price_table_date"] == date
+    label = str(d["price_table_date"])
+    assert label.startswith("genai-prices ") and "; bundled table " in label
     assert d["cost"]["usd"] == usd(3.0, 15.0, 0.30, 3.75)  # type: ignore[index]
     assert round(report_cost(helixctl), 6) == usd(3.0, 15.0, 0.30, 3.75)
 
-    # One model overridden in the config: its other fields keep the bundled values.
+    # One model overridden in the config: its other fields keep the values found below.
     config.write_text('[prices.models."claude-sonnet-4"]\ninput = 6.0\ncache_read = 0.6\n')
     out = helixctl("analyze", "--all", "--json")
-    assert orjson.loads(out.stdout)["price_table_date"] == f"{date} + config"
+    assert orjson.loads(out.stdout)["price_table_date"] == f"{label} + config"
     d = digest(helixctl)
-    assert d["price_table_date"] == f"{date} + config"
+    assert d["price_table_date"] == f"{label} + config"
     assert d["cost"]["usd"] == usd(6.0, 15.0, 0.60, 3.75)  # type: ignore[index]
     assert round(report_cost(helixctl), 6) == usd(6.0, 15.0, 0.60, 3.75)
 
-    # A table file of one's own replaces the bundled table (and names its date).
+    # A table file of one's own comes first (and names its date).
     table = home / "prices.json"
     model = {
         "input": 1.0,
@@ -74,7 +77,7 @@ def test_config_overrides_and_replaces_the_bundled_prices(home: Path, helixctl: 
     config.write_text(f'[prices]\ntable = "{table}"\n')
     helixctl("analyze", UID)
     d = digest(helixctl)
-    assert d["price_table_date"] == "2030-01-01"
+    assert str(d["price_table_date"]).startswith(f"table {table} 2030-01-01; genai-prices ")
     assert d["cost"]["usd"] == usd(1.0, 2.0, 0.1, 1.25)  # type: ignore[index]
 
 
@@ -103,26 +106,162 @@ def test_analyze_names_sessions_it_cannot_find(home: Path, helixctl: RunCli) -> 
 
 
 def test_overrides_merge_field_by_field() -> None:
-    base = (
-        "2026-01-01",
-        {
-            "m": {
-                "input": 1.0,
-                "output": 2.0,
-                "cache_read": 0.1,
-                "cache_write_5m": 1.25,
-                "cache_write_1h": 2.0,
-            }
-        },
-    )
-    date, table = with_overrides(base, {"m": {"output": 9.0}, "new": {"input": 4.0}})
-    assert date == "2026-01-01 + config"
-    assert table["m"] == {**base[1]["m"], "output": 9.0}
-    assert table["new"] == {
+    fields = {
+        "input": 1.0,
+        "output": 2.0,
+        "cache_read": 0.1,
+        "cache_write_5m": 1.25,
+        "cache_write_1h": 2.0,
+    }
+    base = ("2026-01-01", {"m": fields})
+    label, book = with_overrides(base, {"m": {"output": 9.0}, "new": {"input": 4.0}})
+    assert label == "2026-01-01 + config"
+    assert price_for(book, "m") == {**fields, "output": 9.0}
+    assert price_for(book, "m-20260101") == {**fields, "output": 9.0}  # keys match as a table's
+    assert price_for(book, "new") == {
         "input": 4.0,
         "output": 0.0,
         "cache_read": 0.0,
         "cache_write_5m": 0.0,
         "cache_write_1h": 0.0,
     }
+    assert isinstance(book, PriceBook) and book.source("new") == "config"
     assert with_overrides(base, {}) is base
+
+
+# -- genai-prices: the source, its fallbacks, and that it never fetches ------------------------
+NAMES = [
+    "claude-sonnet-4-20250514",
+    "claude-opus-4-5-20251101",
+    "claude-opus-4-1-20250805",
+    "claude-haiku-4-5-20251001",
+    "claude-3-5-haiku-20241022",
+    "claude-3-7-sonnet-20250219",
+    "gpt-5",
+    "gpt-5-codex",
+    "gpt-5.1-codex-max",
+    "gpt-5.2-20251211",
+    "gpt-5.3-codex",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-3-pro-preview",
+    "grok-code-fast-1",
+    "grok-4",
+    "anthropic/claude-sonnet-4",
+    "glm-4.6",
+    "<synthetic>",
+]
+
+
+def test_models_resolve_as_genai_prices_resolves_them(tmp_path: Path) -> None:
+    """The flattened data is matched the way genai-prices matches its own (provider by the
+    name, then its models, a fallback provider, a compact date retried dashed), at the
+    price genai-prices computes."""
+    from datetime import UTC, datetime
+
+    from genai_prices import Usage, calc_price
+    from genai_prices.data_snapshot import get_snapshot
+
+    from helixd.core.pricing import GenaiLayer
+    from helixd.prices import genai_prices_layer
+
+    today = datetime.now(UTC).date().isoformat()
+    layer = genai_prices_layer(today, tmp_path)
+    assert isinstance(layer, GenaiLayer)
+    snapshot = get_snapshot()
+    bundled_names = json.loads((REPO / "helixd/core/prices.json").read_text())["models"]
+    for name in [*NAMES, *bundled_names]:
+        try:
+            _, theirs = snapshot.find_provider_model(name, None, None, None)
+        except LookupError:
+            theirs = None
+        ours = layer.model(name)
+        assert (ours[1]["id"] if ours else None) == (theirs.id if theirs else None), name
+        if theirs is None:
+            continue
+        price = layer.find(name)
+        assert price is not None
+        for usage, field in (
+            (Usage(input_tokens=1000), "input"),
+            (Usage(output_tokens=1000), "output"),
+            (Usage(input_tokens=1000, cache_read_tokens=1000), "cache_read"),
+            (Usage(input_tokens=1000, cache_write_tokens=1000), "cache_write_5m"),
+        ):
+            expected = float(calc_price(usage, name).total_price) * 1000
+            assert price[field] == pytest.approx(expected, rel=1e-9), (name, field)
+
+
+def test_genai_prices_first_the_bundled_table_for_the_rest(tmp_path: Path) -> None:
+    from helixd.prices import effective
+
+    label, book = effective(None, {}, today="2026-11-26", cache=tmp_path)
+    assert label.startswith("genai-prices ") and label.endswith(bundled_label())
+    assert book.source("claude-sonnet-4-20250514").startswith("genai-prices ")
+    # not in genai-prices' data: the bundled table prices it
+    assert book.source("gpt-5.3-codex-mini") == bundled_label()
+    assert book.source("<synthetic>") is None and book.price("<synthetic>") is None
+    # the flattened data is cached: the second build reads it (no import of genai-prices)
+    assert len(list((tmp_path / "genai-prices").iterdir())) == 1
+
+
+def bundled_label() -> str:
+    return str(bundled()[0])
+
+
+def _child(code: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+def test_building_the_price_data_opens_no_connection(tmp_path: Path) -> None:
+    """genai-prices' data is read offline: with every socket refused, the flattened data is
+    built from the installed package and prices a model."""
+    code = (
+        "import socket, sys\n"
+        "def refuse(*a, **k):\n    raise OSError('no network in this test')\n"
+        "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from pathlib import Path\nfrom helixd.prices import effective\n"
+        "label, book = effective(None, {}, cache=Path(sys.argv[1]))\n"
+        "print(label, '|', book.source('claude-opus-4-5-20251101'))\n"
+    )
+    proc = _child(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    label, source = proc.stdout.strip().split(" | ")
+    assert label.startswith("genai-prices ") and source.startswith("genai-prices ")
+    assert (tmp_path / "genai-prices").is_dir()
+
+
+def test_without_genai_prices_the_bundled_table_prices_everything(tmp_path: Path) -> None:
+    code = (
+        "import sys\nsys.modules['genai_prices'] = None  # not importable\n"
+        "from pathlib import Path\nfrom helixd.prices import effective\n"
+        "label, book = effective(None, {}, cache=Path(sys.argv[1]))\n"
+        "print(label, '|', book.source('claude-opus-4-5-20251101'))\n"
+    )
+    proc = _child(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{bundled_label()} | {bundled_label()}"
+
+
+def test_reports_and_lookup_say_which_source_and_date_priced_them(
+    home: Path, helixctl: RunCli
+) -> None:
+    setup(home)
+    helixctl("ingest")
+    doc = orjson.loads(helixctl("report", "daily", "--json").stdout)
+    assert doc["prices"]["source"].startswith("genai-prices ")
+    assert doc["prices"]["models"] == {
+        "claude-sonnet-4-20250514": doc["prices"]["source"].split(",")[0]
+    }
+    text = helixctl("report", "daily").stdout
+    assert f"Prices: {doc['prices']['source']}" in text
+    tokens = orjson.loads(helixctl("tokens", "--repo", "/", "--json").stdout)
+    assert tokens["prices"]["source"] == doc["prices"]["source"]
+    shown = helixctl("lookup", UID).stdout
+    assert f"prices of {doc['prices']['source']}" in shown

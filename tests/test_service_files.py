@@ -84,7 +84,7 @@ def test_the_plist_loads_and_has_the_required_keys(tmp_path: Path) -> None:
     assert isinstance(doc["ThrottleInterval"], int)
     log = str(tmp_path / "Library/Logs/helix/helixd.log")
     assert doc["StandardOutPath"] == doc["StandardErrorPath"] == log
-    template = plistlib.loads((REPO / "launchd/dev.helix.helixd.plist").read_bytes())
+    template = plistlib.loads((REPO / "helixd/data/launchd/dev.helix.helixd.plist").read_bytes())
     assert template["ProgramArguments"] == ["@HELIXD@"]
 
 

@@ -180,7 +180,9 @@ def test_file_operations_carry_language_and_lines(db: Path) -> None:
         " e.lines_added, e.lines_removed FROM file_operations f JOIN events e"
         " ON e.session_id = f.session_id AND e.seq = f.seq",
     )
-    assert len(ops) == rows(db, "SELECT count(*) FROM events WHERE kind = 'edit'")[0][0]
+    named = "SELECT count(*) FROM events WHERE kind = 'edit' AND (body != '' OR summary != tool)"
+    assert len(ops) == rows(db, named)[0][0]
+    assert not [p for p in ops if p[0] in ("", "apply_patch") or "\n" in p[0]]
     for path, op, language, added, removed, kind, e_added, e_removed in ops:
         assert kind == "edit" and (added, removed) == (e_added, e_removed)
         assert op in ("edit", "write")
@@ -402,3 +404,30 @@ def test_signals_count_in_the_distilled_tier(db: Path) -> None:
     assert counted == (
         digests + usage * evict.USAGE_ROW_BYTES + sessions * evict.SESSION_ROW_BYTES + signals
     )
+
+
+def test_an_edit_whose_paths_are_unknown_names_no_file() -> None:
+    """Issue 14: a redacted ``apply_patch`` (no ``*** Update File:`` line left) was listed as
+    an edited file named ``apply_patch``; a patch of two files was one path ``a\\nb``."""
+    sig = extract(
+        [
+            row(0, "tool_call", ts=1, tool="apply_patch", call_id="p", summary="apply_patch"),
+            row(1, "edit", ts=1, tool="apply_patch", call_id="p", summary="apply_patch", body=""),
+            row(2, "tool_call", ts=2, tool="apply_patch", call_id="q", summary="x"),
+            row(
+                3,
+                "edit",
+                ts=2,
+                tool="apply_patch",
+                call_id="q",
+                summary="src/lib.rs, src/extra.rs",
+                body="src/lib.rs\nsrc/extra.rs",
+                lines_added=2,
+            ),
+            row(4, "edit", ts=3, tool="Edit", call_id="r", summary="/a/b.py", body=None),
+        ]
+    )
+    assert [(op.seq, op.file_path, op.language) for op in sig.file_operations] == [
+        (3, "src/lib.rs", "rust"),
+        (4, "/a/b.py", "python"),
+    ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["json", "owned", "toml-argv"]
+Kind = Literal["json", "owned", "toml-argv", "json-entry", "toml-entry"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,9 @@ class HookTarget:
     shape ``{"hooks": {event: [group, ...]}}``.  ``owned``: a file Helix owns entirely
     (install writes it, uninstall deletes it).  ``toml-argv``: a top-level argv array ``key``
     in a TOML file, set to ``argv``; an existing program is chained after ``chain_flag``.
+    ``json-entry`` / ``toml-entry``: one object (a table) ``value`` at the key path ``keys``
+    (an MCP server, the status line); Helix's is recognised by its command running
+    ``helixctl <marker>``, anything else there is left alone and refused.
     """
 
     agent: str
@@ -38,6 +41,9 @@ class HookTarget:
     only_if_exists: bool = False
     comments: bool = False  # the agent's own parser accepts comments (JSONC)
     note: str = ""  # told to the user after an install that changed the file
+    keys: tuple[str, ...] = ()
+    value: dict[str, Any] | None = None
+    marker: str = ""
 
 
 def _dir(value: str, home: Path) -> Path:
@@ -132,7 +138,90 @@ def gemini(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ..
     )
 
 
+def _claude_root(home: Path, env: Mapping[str, str]) -> Path:
+    dirs = [d for d in env.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
+    return _dir(dirs[0], home) if dirs else home / ".claude"
+
+
+def statusline_target(home: Path, env: Mapping[str, str], exe: str) -> HookTarget:
+    """Claude Code's ``statusLine`` in its user settings: ``exe`` is the ``helix-statusline``
+    executable (the line ``helixctl statusline`` prints, without loading the whole CLI)."""
+    root = _claude_root(home, env)
+    value = {"type": "command", "command": _cmd(exe), "padding": 0}
+    return HookTarget(
+        "claude",
+        "json-entry",
+        root / "settings.json",
+        root,
+        keys=("statusLine",),
+        value=value,
+        marker="statusline",
+    )
+
+
+def claude_mcp(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """A user-scope MCP server: ``mcpServers.helix`` in ``.claude.json`` (in the home
+    directory, or in ``$CLAUDE_CONFIG_DIR``), where ``claude mcp add --scope user`` puts it."""
+    dirs = [d for d in env.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
+    path = _dir(dirs[0], home) / ".claude.json" if dirs else home / ".claude.json"
+    value = {"type": "stdio", "command": exe, "args": ["mcp"]}
+    return (
+        HookTarget(
+            "claude",
+            "json-entry",
+            path,
+            _claude_root(home, env),
+            keys=("mcpServers", "helix"),
+            value=value,
+            marker="mcp",
+        ),
+    )
+
+
+def codex_mcp(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """``[mcp_servers.helix]`` in ``$CODEX_HOME/config.toml``."""
+    homes = [d for d in env.get("CODEX_HOME", "").split(",") if d.strip()]
+    root = _dir(homes[0], home) if homes else home / ".codex"
+    value = {"command": exe, "args": ["mcp"]}
+    return (
+        HookTarget(
+            "codex",
+            "toml-entry",
+            root / "config.toml",
+            root,
+            keys=("mcp_servers", "helix"),
+            value=value,
+            marker="mcp",
+        ),
+    )
+
+
+def gemini_mcp(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """``mcpServers.helix`` in Gemini's user ``settings.json``."""
+    base = env.get("GEMINI_CLI_HOME", "").strip()
+    root = (_dir(base, home) if base else home) / ".gemini"
+    value = {"command": exe, "args": ["mcp"]}
+    return (
+        HookTarget(
+            "gemini",
+            "json-entry",
+            root / "settings.json",
+            root,
+            keys=("mcpServers", "helix"),
+            value=value,
+            marker="mcp",
+            comments=True,
+        ),
+    )
+
+
 TargetsFor = Callable[[Path, Mapping[str, str], str], tuple[HookTarget, ...]]
+
+MCP_TARGETS: dict[str, TargetsFor] = {
+    "claude": claude_mcp,
+    "codex": codex_mcp,
+    "gemini": gemini_mcp,
+}
 
 TARGETS: dict[str, TargetsFor] = {"claude": claude, "codex": codex, "grok": grok, "gemini": gemini}
 

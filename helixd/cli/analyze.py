@@ -8,13 +8,15 @@ from typing import Any
 
 import click
 
+from helixd.cli import complete
+
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
 @click.command()
-@click.argument("uids", nargs=-1)
+@click.argument("uids", nargs=-1, shell_complete=complete.sessions)
 @click.option("--all", "every", is_flag=True, help="Rebuild every session's digest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context

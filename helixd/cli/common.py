@@ -24,11 +24,12 @@ EXIT_USAGE = 2
 EXIT_STORE = 3
 
 
-def echo_json(value: Any) -> None:
+def echo_json(value: Any, sort_keys: bool = False) -> None:
     import orjson
 
+    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     sys.stdout.buffer.write(
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+        orjson.dumps(value, option=option | (orjson.OPT_SORT_KEYS if sort_keys else 0)) + b"\n"
     )
     sys.stdout.flush()
 
@@ -83,9 +84,11 @@ def price_table(ctx: click.Context, loaded: Any) -> Any:
         fail(ctx, str(exc), EXIT_USAGE)
 
 
-def prices(ctx: click.Context) -> tuple[str, dict[str, dict[str, float]]]:
-    """``(date, table)``: the price table the read settings ask for; exit 2 when bad."""
-    from helixd.core.pricing import PriceTableError, effective
+def prices(ctx: click.Context) -> Any:
+    """``(label, book)``: the prices the read settings ask for (``helixd.prices``: config,
+    genai-prices, the bundled table); exit 2 when the configured table is bad."""
+    from helixd.core.pricing import PriceTableError
+    from helixd.prices import effective
 
     rc = read_settings(ctx)
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from helixd.cli import complete
 from helixd.cli.common import (
     check_agents,
     echo_json,
@@ -25,7 +26,13 @@ from helixd.cli.common import (
 
 
 @click.command()
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
 @click.option(
     "--root",
     "roots",

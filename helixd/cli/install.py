@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 if TYPE_CHECKING:
-    from helixd.adapters.hooktargets import HookTarget
+    from collections.abc import Mapping
+
+    from helixd.adapters.hooktargets import HookTarget, TargetsFor
     from helixd.ops.service import Manager
 
 from helixd.cli.common import EXIT_USAGE
@@ -66,16 +68,39 @@ def hooks() -> None:
     """Install, remove or show Helix's hooks in the agents' settings files."""
 
 
-def _targets(agents: tuple[str, ...], exe: str, create: bool) -> list[HookTarget]:
-    from helixd.adapters.hooktargets import TARGETS
+def _holds_ours(t: HookTarget) -> bool:
+    """Whether ``t``'s file holds Helix's entry (uninstall and status then list it)."""
+    from helixd.ops import hooks as hk
 
-    unknown = [a for a in agents if a not in TARGETS]
+    try:
+        return hk.state(t) in ("installed", "outdated")
+    except hk.HookFileError:
+        return False
+
+
+def _targets(
+    agents: tuple[str, ...],
+    exe: str,
+    create: bool,
+    table: Mapping[str, TargetsFor] | None = None,
+    statusline: bool = False,
+) -> list[HookTarget]:
+    """The files to edit for ``agents`` (every installed one when none is named), from
+    ``table`` (the hooks by default); with ``statusline``, the agent's status line too."""
+    from helixd.adapters.hooktargets import TARGETS, statusline_target
+
+    table = TARGETS if table is None else table
+    unknown = [a for a in agents if a not in table]
     if unknown:
-        _fail(f"unknown agent {unknown[0]!r} (known: {', '.join(TARGETS)})")
+        _fail(f"unknown agent {unknown[0]!r} (known: {', '.join(table)})")
     home = Path.home()
     out: list[HookTarget] = []
-    for name in agents or tuple(TARGETS):
-        found = TARGETS[name](home, os.environ, exe)
+    line = statusline_target(home, os.environ, _statusline_exe(exe)) if statusline else None
+    wanted = line is not None and (line.agent in agents if agents else line.root.is_dir())
+    if line is not None and wanted and (create or _holds_ours(line)):
+        out.append(line)
+    for name in agents or tuple(table):
+        found = table[name](home, os.environ, exe)
         if not agents and not found[0].root.is_dir():
             if create:
                 click.echo(f"{name}: skipped ({_tilde(found[0].root, home)} does not exist)")
@@ -97,6 +122,11 @@ _dry_run_option = click.option(
 )
 
 
+def _statusline_exe(helixctl: str) -> str:
+    """The ``helix-statusline`` script, installed beside ``helixctl`` by the same package."""
+    return str(Path(helixctl).with_name("helix-statusline"))
+
+
 def _resolve_exe(exe: str | None) -> str:
     exe = exe or _exe("helixctl")
     if exe is None:
@@ -104,15 +134,30 @@ def _resolve_exe(exe: str | None) -> str:
     return os.path.abspath(exe)
 
 
-def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+def _created_log() -> Path:
+    from helixd.paths import state_dir
+
+    return state_dir() / "hooks-created.json"
+
+
+def _change_hooks(
+    action: str,
+    agents: tuple[str, ...],
+    dry_run: bool,
+    exe: str | None,
+    table: Mapping[str, TargetsFor] | None = None,
+    statusline: bool = False,
+) -> None:
     from helixd.ops import hooks as hk
+    from helixd.ops.hooks import created
 
     home = Path.home()
-    targets = _targets(agents, _resolve_exe(exe), create=action == "install")
+    targets = _targets(agents, _resolve_exe(exe), action == "install", table, statusline)
+    made = created.load(_created_log())
     changes = []
     for t in targets:  # parse every file before writing any
         try:
-            changes.append(hk.plan(t, "install" if action == "install" else "uninstall"))
+            changes.append(hk.plan(t, "install" if action == "install" else "uninstall", made))
         except hk.HookFileError as exc:
             click.echo(f"helixctl: {t.agent}: {exc}", err=True)
             if t.comments and action == "install":
@@ -120,7 +165,8 @@ def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str 
             click.echo("helixctl: nothing was written", err=True)
             sys.exit(EXIT_USAGE)
     for c in changes:
-        where = f"{c.target.agent}: {_tilde(c.target.path, home)}"
+        what = f" ({'.'.join(c.target.keys)})" if c.target.keys else ""
+        where = f"{c.target.agent}: {_tilde(c.target.path, home)}{what}"
         if not c.changed:
             done = "already installed" if action == "install" else "no Helix entries"
             if c.old is None and c.target.only_if_exists:
@@ -130,9 +176,10 @@ def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str 
             click.echo(f"{where}: would {action}")
             click.echo(c.diff(), nl=False)
         else:
-            saved = hk.apply(c, _backup_dir(c.target.agent))
+            saved = hk.apply(c, _backup_dir(c.target.agent), _created_log())
             extra = f" (backup: {_tilde(saved, home)})" if saved else ""
-            click.echo(f"{where}: {action}ed{extra}")
+            done = "removed (install had created it)" if c.new is None else f"{action}ed"
+            click.echo(f"{where}: {done}{extra}")
             if c.target.note and action == "install":
                 click.echo(f"{c.target.agent}: {c.target.note}")
 
@@ -141,13 +188,21 @@ def _change_hooks(action: str, agents: tuple[str, ...], dry_run: bool, exe: str 
 @_agents_argument
 @_dry_run_option
 @_exe_option
-def hooks_install(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+@click.option(
+    "--statusline",
+    is_flag=True,
+    help="Also set the agent's status line to `helixctl statusline` (refused when the user"
+    " has one of their own).",
+)
+def hooks_install(
+    agents: tuple[str, ...], dry_run: bool, exe: str | None, statusline: bool
+) -> None:
     """Add Helix's hook entries (every installed agent when none is named).
 
     Idempotent; a timestamped backup precedes every write; a file that does not parse is
     never rewritten (exit 2).
     """
-    _change_hooks("install", agents, dry_run, exe)
+    _change_hooks("install", agents, dry_run, exe, statusline=statusline)
 
 
 @hooks.command("uninstall")
@@ -155,8 +210,17 @@ def hooks_install(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> No
 @_dry_run_option
 @_exe_option
 def hooks_uninstall(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
-    """Remove exactly the entries install added; other hooks are untouched."""
-    _change_hooks("uninstall", agents, dry_run, exe)
+    """Remove exactly the entries install added (Helix's status line included); other hooks
+    are untouched."""
+    _change_hooks("uninstall", agents, dry_run, exe, statusline=True)
+
+
+@hooks.command("script")
+def hooks_script() -> None:
+    """Print the shell alternative to `helixctl hook` (forwards stdin with socat or nc)."""
+    from helixd.paths import data_file
+
+    click.echo(data_file("helix-hook.sh").read_text(), nl=False)
 
 
 @hooks.command("status")
@@ -169,7 +233,7 @@ def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> Non
 
     home = Path.home()
     rows: list[dict[str, Any]] = []
-    for t in _targets(agents, _resolve_exe(exe), create=False):
+    for t in _targets(agents, _resolve_exe(exe), create=False, statusline=True):
         state: str
         try:
             state = hk.state(t)
@@ -177,7 +241,10 @@ def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> Non
             state, error = "unreadable", str(exc)
         else:
             error = ""
-        rows.append({"agent": t.agent, "path": str(t.path), "state": state, "error": error})
+        entry = ".".join(t.keys)
+        rows.append(
+            {"agent": t.agent, "path": str(t.path), "entry": entry, "state": state, "error": error}
+        )
     if as_json:
         import json
 
@@ -185,7 +252,8 @@ def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> Non
         return
     for r in rows:
         why = f" ({r['error']})" if r["error"] else ""
-        click.echo(f"{r['agent']:<8} {r['state']:<11} {_tilde(Path(r['path']), home)}{why}")
+        entry = f" ({r['entry']})" if r["entry"] else ""
+        click.echo(f"{r['agent']:<8} {r['state']:<11} {_tilde(Path(r['path']), home)}{entry}{why}")
 
 
 # -------------------------------------------------------------------------------------- service

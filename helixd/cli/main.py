@@ -41,6 +41,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "hooks": ("helixd.cli.install", "hooks"),
     "service": ("helixd.cli.install", "service"),
     "doctor": ("helixd.cli.doctor", "doctor"),
+    "config": ("helixd.cli.configcmd", "config"),
+    "mcp": ("helixd.cli.mcpcmd", "mcp"),
+    "statusline": ("helixd.cli.mcpcmd", "statusline"),
+    "completion": ("helixd.cli.complete", "completion"),
 }
 
 

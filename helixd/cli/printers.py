@@ -169,7 +169,8 @@ def print_status(doc: dict[str, Any]) -> None:
     click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
     r = doc["retention"]
     click.echo(
-        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB of soft cap "
+        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events, as `evict` counts)"
+        f" of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )
     loss = st.get("data_loss") or {}

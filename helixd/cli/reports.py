@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from helixd.cli import complete
 from helixd.cli.common import check_agents, echo_json, instant, prices, reader, zone
 
 PERIODS = ("daily", "weekly", "monthly", "session")
@@ -36,8 +37,19 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     "--since", default=None, help="First day, inclusive (YYYYMMDD, YYYY-MM-DD, 7d, yesterday)."
 )
 @click.option("--until", default=None, help="Last day, inclusive.")
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
-@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
+@click.option(
+    "--repo",
+    default=None,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option("--model", default=None, help="Only this model (or its dated versions).")
 @click.option("--breakdown", is_flag=True, help="Show per-model rows in the table.")
 @click.option(
@@ -50,7 +62,16 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     show_default=True,
     help="First day of a week (weekly).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (ccusage's shapes).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "ccusage"]),
+    default="text",
+    show_default=True,
+    help="json: Helix's document (per-agent ccusage fields, agents, undated, prices);"
+    " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -63,6 +84,7 @@ def report(
     breakdown: bool,
     timezone: str | None,
     start_of_week: str,
+    fmt: str,
     as_json: bool,
 ) -> None:
     """Token usage and cost per day, week, month or session, from the store."""
@@ -87,7 +109,12 @@ def report(
         doc = run(con, q, table)
     finally:
         con.close()
-    if as_json:
+    if fmt == "ccusage":
+        from helixd.core.usage_report import ccusage_shape
+
+        agent = agents[0] if len(set(agents)) == 1 else "all"
+        echo_json(ccusage_shape(doc, period, agent), sort_keys=True)
+    elif as_json or fmt == "json":
         echo_json(doc)
     else:
         from helixd.cli.tables import print_report
@@ -120,12 +147,23 @@ def _read_phases(path: Path) -> list[tuple[int, str]]:
 
 
 @click.command()
-@click.option("--repo", required=True, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--repo",
+    required=True,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option(
     "--since", default=None, help="Start, inclusive (7d, yesterday, ISO-8601; default: all)."
 )
 @click.option("--until", default=None, help="End, exclusive (default: open).")
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
 @click.option(
     "--phases",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),

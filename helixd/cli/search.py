@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from helixd.cli import complete
 from helixd.cli.common import EXIT_USAGE, check_agents, echo_json, fail, instant, reader, zone
 
 
@@ -19,8 +20,19 @@ def _marks(as_json: bool) -> tuple[str, str]:
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--fts", is_flag=True, help='QUERY is FTS5 syntax: "a phrase", prefix*, AND/OR/NOT.')
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
-@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
+@click.option(
+    "--repo",
+    default=None,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option("--since", default=None, help="From this time (7d, yesterday, ISO-8601, …).")
 @click.option("--until", default=None, help="Before this time.")
 @click.option(

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from helixd.cli import complete
 from helixd.cli.common import (
     EXIT_NOT_FOUND,
     check_agents,
@@ -31,8 +32,19 @@ def _resolved_or_exit(ctx: click.Context, res: Any, ref: str) -> None:
 
 
 @click.command()
-@click.option("--agent", "agents", multiple=True, help="Only this agent (repeatable).")
-@click.option("--repo", default=None, help="Repo name, or a path (sessions at or under it).")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="Only this agent (repeatable).",
+    shell_complete=complete.agents,
+)
+@click.option(
+    "--repo",
+    default=None,
+    help="Repo name, or a path (sessions at or under it).",
+    shell_complete=complete.repos,
+)
 @click.option("--since", default=None, help="Active since (7d, yesterday, YYYY-MM-DD, ISO-8601).")
 @click.option("--until", default=None, help="Started before this time.")
 @click.option("--outcome", default=None, help="Only this digest outcome (success, fail, …).")
@@ -102,7 +114,7 @@ def vars_of(f: Any) -> list[Any]:
 
 
 @click.command()
-@click.argument("uid")
+@click.argument("uid", shell_complete=complete.sessions)
 @click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
 @click.pass_context
 def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
@@ -129,7 +141,7 @@ def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("uid")
+@click.argument("uid", shell_complete=complete.sessions)
 @click.pass_context
 def env(ctx: click.Context, uid: str) -> None:
     """Print the HELIX_* export lines of one session (spec §11.1), for
@@ -151,7 +163,7 @@ def env(ctx: click.Context, uid: str) -> None:
 
 
 @click.command()
-@click.argument("uid")
+@click.argument("uid", shell_complete=complete.sessions)
 @click.option("--tail", "tail", type=click.IntRange(1), default=None, help="The last N events.")
 @click.option("--from", "start", type=int, default=None, help="From this event number on.")
 @click.option("--after", type=int, default=None, help="The events after this number.")

@@ -42,6 +42,16 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
             total=["Total", "", *_usage_cells(doc["totals"])],
         )
     )
+    note = price_note(doc.get("prices"))
+    if note:
+        click.echo(note)
+    undated = doc.get("undated")
+    if undated:
+        click.echo(
+            f"Not in any {_KEYS[period]}: {undated['inputTokens']:,} input tokens,"
+            f" {undated['outputTokens']:,} output, ${undated['totalCost']:,.2f}, with no usable"
+            " time (missing or impossible timestamps); `helixctl report session` counts them."
+        )
 
 
 def print_stats(doc: dict[str, Any]) -> None:
@@ -118,3 +128,17 @@ def print_stats(doc: dict[str, Any]) -> None:
     )
     out.append("\n".join(lines))
     click.echo("\n\n".join(out))
+
+
+def price_note(prices: dict[str, Any] | None) -> str:
+    """``Prices: <source, date>`` and the models priced otherwise (a fallback, the config)
+    or not at all."""
+    if not prices:
+        return ""
+    first = prices["source"].split(";")[0].split(",")[0]
+    others: dict[str, list[str]] = {}
+    for model, source in prices["models"].items():
+        if source != first:
+            others.setdefault(source or "no price (counted as $0)", []).append(model)
+    extra = "; ".join(f"{src}: {', '.join(models)}" for src, models in sorted(others.items()))
+    return f"Prices: {prices['source']}" + (f" ({extra})" if extra else "")

@@ -246,7 +246,14 @@ class _Extraction:
         self.out.test_runs.append(_test_run(call or row, self.result_of(row), command))
 
     def edit(self, row: Sequence[Any]) -> None:
-        path = row[6] or row[5] or ""
+        # The adapters put the edited paths in the body, one a line (a patch can touch
+        # several; the table keeps one row per edit, so the first).  An edit whose paths are
+        # unknown (a redacted patch) names no file: its summary is the tool's name.
+        path = next((p for p in (row[6] or "").split("\n") if p.strip()), "")
+        if not path and row[5] and row[5] != row[3]:
+            path = row[5]  # the body was not kept: the summary names the path
+        if not path:
+            return
         result = self.result_of(row)
         self.out.file_operations.append(
             FileOperation(

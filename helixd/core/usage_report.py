@@ -12,9 +12,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import orjson
+from helixd.core.pricing import cost as cost  # re-exported: reports price with it
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 BUCKET_MS: Final = 900_000  # the store's usage rollup: 15 minutes divides every UTC offset
 # Counter order of every usage row the queries return.
@@ -28,43 +31,9 @@ COUNTERS: Final = (
     "responses",
 )
 Counts = list[int]
-Prices = dict[str, dict[str, float]]
-_DATED = re.compile(r"-\d{8}$")
 
 
 # -- prices ------------------------------------------------------------------------------
-def load_prices(data: bytes) -> tuple[str, Prices]:
-    """``(date, {model: {input, output, cache_read, cache_write_5m, cache_write_1h}})``."""
-    doc = orjson.loads(data)
-    return str(doc.get("date", "")), {str(k): dict(v) for k, v in doc["models"].items()}
-
-
-def price_for(prices: Mapping[str, Mapping[str, float]], model: str) -> Mapping[str, float] | None:
-    """Exact name, else without a ``-YYYYMMDD`` suffix, else the longest prefix key."""
-    if model in prices:
-        return prices[model]
-    bare = _DATED.sub("", model)
-    if bare in prices:
-        return prices[bare]
-    best = max((k for k in prices if bare.startswith(k + "-")), key=len, default=None)
-    return prices[best] if best else None
-
-
-def cost(prices: Mapping[str, Mapping[str, float]], model: str, c: Sequence[int]) -> float:
-    """USD for one model's counters (``COUNTERS`` order); 0 for an unpriced model.
-    Reasoning tokens are part of output already: never charged twice."""
-    p = price_for(prices, model)
-    if p is None:
-        return 0.0
-    return (
-        c[0] * p["input"]
-        + c[1] * p["output"]
-        + c[2] * p["cache_read"]
-        + c[3] * p["cache_write_5m"]
-        + c[4] * p["cache_write_1h"]
-    ) / 1e6
-
-
 # -- time --------------------------------------------------------------------------------
 def local_dt(ms: int, tz: tzinfo | None) -> datetime:
     """``ms`` as a wall-clock time in ``tz`` (``None``: the system's local zone)."""
@@ -213,6 +182,30 @@ def period_report(
     return {period: entries, "totals": _totals(entries)}
 
 
+EARLIEST_MS: Final = 946_684_800_000  # 2000-01-01 UTC: usage before it has no true time
+
+
+def usable_buckets(now_ms: int) -> tuple[int, int]:
+    """``[first, end)`` of the buckets whose times can be true: from 2000-01-01 to a day
+    after ``now_ms``, on whole hours (so that the hourly rollup still serves)."""
+    return EARLIEST_MS // BUCKET_MS, (now_ms // 3_600_000 + 25) * 4
+
+
+def with_undated(
+    doc: dict[str, Any], rows: Iterable[Sequence[Any]], prices: Prices
+) -> dict[str, Any]:
+    """``doc`` with ``undated`` — the usage of rows ``(agent, model, *COUNTERS)`` that is in
+    no period — when there is any (not in ``totals``: the periods add up to the totals)."""
+    models: dict[str, Counts] = {}
+    agents: set[str] = set()
+    for agent, model, *c in rows:
+        _add(models.setdefault(model, [0] * len(COUNTERS)), c)
+        agents.add(agent)
+    if models:
+        doc["undated"] = {**_entry(models, prices), "agents": sorted(agents)}
+    return doc
+
+
 def session_report(
     rows: Iterable[Sequence[Any]], prices: Prices, iso: Callable[[int | None], str | None]
 ) -> dict[str, Any]:
@@ -239,6 +232,53 @@ def session_report(
         )
     entries.sort(key=lambda e: (e["lastActivity"] or "", e["sessionId"]))
     return {"sessions": entries, "totals": _totals(entries)}
+
+
+# -- ccusage 20's unified shape ----------------------------------------------------------------
+_CCUSAGE_TOKENS: Final = (
+    "inputTokens",
+    "outputTokens",
+    "cacheCreationTokens",
+    "cacheReadTokens",
+    "totalTokens",
+    "totalCost",
+)
+
+
+def _cc_tokens(e: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: e[k] for k in _CCUSAGE_TOKENS}
+    out["modelsUsed"] = e["modelsUsed"]
+    out["modelBreakdowns"] = [
+        {k: b[k] for k in ("modelName", *_CCUSAGE_TOKENS[:4], "cost")} for b in e["modelBreakdowns"]
+    ]
+    return out
+
+
+def ccusage_shape(doc: Mapping[str, Any], period: str, agent: str = "all") -> dict[str, Any]:
+    """A report document (``period_report`` / ``session_report``) in ccusage 20's unified
+    JSON (``ccusage daily|weekly|monthly|session --json``): one list under the period's name
+    (``session`` for sessions) of ``{agent, period, metadata, <tokens>, totalCost,
+    modelsUsed, modelBreakdowns}`` and ``totals`` — ``agent`` is ``all`` with the agents in
+    ``metadata.agents`` for periods, the session's agent for sessions (whose ``period`` is
+    the session id, ``metadata`` its ``lastActivity`` and ``reasoningOutputTokens`` when
+    any), sessions by cost, highest first."""
+    totals = {k: doc["totals"][k] for k in _CCUSAGE_TOKENS}
+    if period == "session":
+        rows = []
+        for e in doc["sessions"]:
+            meta: dict[str, Any] = {"lastActivity": e["lastActivity"]}
+            if e.get("reasoningOutputTokens"):
+                meta["reasoningOutputTokens"] = e["reasoningOutputTokens"]
+            sid = str(e["sessionId"]).split(":", 1)[-1]
+            rows.append({"agent": e["agent"], "period": sid, "metadata": meta, **_cc_tokens(e)})
+        rows.sort(key=lambda r: (-r["totalCost"], r["period"]))
+        return {"session": rows, "totals": totals}
+    key = PERIOD_KEY[period]
+    entries = [
+        {"agent": agent, "period": e[key], "metadata": {"agents": e["agents"]}, **_cc_tokens(e)}
+        for e in doc[period]
+    ]
+    return {period: entries, "totals": totals}
 
 
 # -- time-range attribution --------------------------------------------------------------

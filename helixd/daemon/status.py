@@ -92,7 +92,7 @@ def gather(db: Path, store_facts: dict[str, Any] | None, budget: dict[str, int])
     if store_facts is not None:
         doc["store"].update(store_facts["summary"])
         doc["ingest_lag"] = ingest_lag(store_facts["files"])
-        raw = store_facts["summary"].get("raw_bytes_stored", 0)
+        raw = store_facts["summary"]["tier1"]["bytes"]  # what `evict` counts
         doc["retention"] = {
             **budget,
             "raw_bytes": raw,

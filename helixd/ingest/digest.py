@@ -23,11 +23,12 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from helixd.core.pricing import PriceTable, bundled
+from helixd.core.pricing import bundled
 from helixd.core.signals import Marker, Signals, extract, summarize
 from helixd.core.timeparse import iso
 
 if TYPE_CHECKING:
+    from helixd.core.pricing import PriceTable
     from helixd.store.database import Store
 
 SCHEMA_VERSION: Final = 2  # 2: tool_calls / test_runs / files summaries, first_seq

@@ -1,7 +1,8 @@
-"""The helixd service files: rendering the templates in ``systemd/`` and ``launchd/`` for the
-current user, and the service-manager commands that enable and disable them.
+"""The helixd service files: rendering the templates shipped in the package
+(``helixd/data/systemd/``, ``helixd/data/launchd/``) for the current user, and the
+service-manager commands that enable and disable them.
 
-Pure helpers (render, paths, command lists); ``helixctl service`` in ``cli_install.py`` does
+Pure helpers (render, paths, command lists); ``helixctl service`` in ``cli/install.py`` does
 the writing and runs the commands.
 """
 
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
+from helixd.paths import data_file
+
 Manager = Literal["systemd", "launchd"]
 
 LABEL = "dev.helix.helixd"
 UNITS = ("helixd.socket", "helixd.service")
-TEMPLATES = Path(__file__).resolve().parent.parent.parent
 
 
 class TemplateMissing(Exception):
@@ -33,13 +35,13 @@ class ServiceFile:
 
 
 def _template(rel: str) -> str:
-    path = TEMPLATES / rel
+    path = data_file(rel)
     try:
         return path.read_text()
     except FileNotFoundError:
         raise TemplateMissing(
-            f"service template {path} not found: install Helix from a source checkout "
-            "(pip install -e .)"
+            f"service template {path} is missing from the installed package; reinstall "
+            "helix-memory (pip install --force-reinstall helix-memory)"
         ) from None
 
 

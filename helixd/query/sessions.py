@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 
@@ -15,6 +15,9 @@ from helixd.core.timeparse import iso
 from helixd.core.usage_report import cost
 from helixd.store import session_queries as sq
 from helixd.store.session_queries import SessionFilter
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 __all__ = ["Lookup", "Resolution", "SessionFilter", "SessionPage", "list_sessions", "lookup"]
 
@@ -52,7 +55,7 @@ def _title(row: Mapping[str, Any]) -> str:
 
 
 def _costs(
-    con: sqlite3.Connection, ids: Sequence[int], prices: Mapping[str, Mapping[str, float]]
+    con: sqlite3.Connection, ids: Sequence[int], prices: Prices
 ) -> dict[int, tuple[float, int]]:
     """``{session_id: (usd, tokens)}`` of each session's own usage at today's prices."""
     out: dict[int, tuple[float, int]] = {}
@@ -65,7 +68,7 @@ def _costs(
 def list_sessions(
     con: sqlite3.Connection,
     f: SessionFilter,
-    prices: Mapping[str, Mapping[str, float]],
+    prices: Prices,
     limit: int | None = 50,
     offset: int = 0,
 ) -> SessionPage:
@@ -131,3 +134,18 @@ def lookup(con: sqlite3.Connection, ref: str) -> Lookup:
         parent=parent,
         problems=sq.file_problems(con, s["id"]),
     )
+
+
+def complete_sessions(
+    con: sqlite3.Connection, prefix: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Sessions whose uid or native id starts with ``prefix``, for shell completion: their
+    ``uid`` and ``title``."""
+    return [
+        {"uid": s["uid"], "title": _title(s)} for s in sq.find_sessions(con, prefix, limit=limit)
+    ]
+
+
+def complete_repos(con: sqlite3.Connection, prefix: str, limit: int = 50) -> list[str]:
+    """Repo names and working directories starting with ``prefix``."""
+    return sq.repos_starting(con, prefix, limit)

@@ -4,13 +4,15 @@ most-edited files; test runs by framework; interventions and errors per session.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helixd.core.testcommands import test_runner
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import cost
 from helixd.store import queries
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 
 def _spend() -> dict[str, Any]:
@@ -56,9 +58,7 @@ def _tests(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, Any]]:
     return tests
 
 
-def stats(
-    con: sqlite3.Connection, since: int | None, top: int, prices: Mapping[str, Mapping[str, float]]
-) -> dict[str, Any]:
+def stats(con: sqlite3.Connection, since: int | None, top: int, prices: Prices) -> dict[str, Any]:
     raw = queries.stats(con, since, top)
     by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
     for agent, repo, n in raw["sessions"]:

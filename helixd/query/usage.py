@@ -9,22 +9,28 @@ per-response rows of its range for exact boundaries.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import (
     BUCKET_MS,
-    Prices,
     attribute,
     day_start_ms,
     offset_segments,
     period_report,
     session_report,
+    usable_buckets,
+    with_undated,
 )
 from helixd.store import queries
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
 
 PERIODS: Final = ("daily", "weekly", "monthly", "session")
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -45,15 +51,53 @@ class ReportQuery:
     week_start: int = 6
 
 
-def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str, Any]:
-    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``."""
+def report(
+    con: sqlite3.Connection, q: ReportQuery, prices: Prices, now_ms: int | None = None
+) -> dict[str, Any]:
+    """The report document: ``{daily|weekly|monthly|sessions: [...], totals: {...}}``,
+    ``undated`` (usage whose time is unknown, in no period) when there is any, and ``prices``
+    (their source and date, and the source of each model's price)."""
     if q.period not in PERIODS:
         raise ValueError(f"unknown period {q.period!r} (one of {', '.join(PERIODS)})")
     lo = day_start_ms(q.first_day, q.tz) // BUCKET_MS if q.first_day else None
     hi = day_start_ms(q.last_day + timedelta(days=1), q.tz) // BUCKET_MS if q.last_day else None
+    return priced_by(_report(con, q, prices, now_ms, lo, hi), prices)
+
+
+def priced_by(doc: dict[str, Any], prices: Prices) -> dict[str, Any]:
+    """``doc`` with ``prices``: the source and date of the prices, and which source priced
+    each model in it (None: no price known, counted as 0)."""
+    if isinstance(prices, PriceBook):
+        models = {b["modelName"] for e in _entries(doc) for b in e["modelBreakdowns"]}
+        doc["prices"] = prices.describe(models)
+    return doc
+
+
+def _entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [e for key in (*PERIODS, "sessions") for e in doc.get(key, [])]
+    return out + ([doc["undated"]] if "undated" in doc else [])
+
+
+def _report(
+    con: sqlite3.Connection,
+    q: ReportQuery,
+    prices: Prices,
+    now_ms: int | None,
+    lo: int | None,
+    hi: int | None,
+) -> dict[str, Any]:
     if q.period == "session":
         rows = queries.usage_by_session(con, lo, hi, q.agents, q.repo, q.model)
         return session_report(rows, prices, iso)
+    # Days only for times that can be true: a response with no time, or one before 2000 or
+    # in the future (an unparseable timestamp in an older store), is in no day; it is
+    # reported apart (``undated``) rather than as a 1970-01-01 row.
+    floor, ceiling = usable_buckets(int(time.time() * 1000) if now_ms is None else now_ms)
+    lo, hi = max(lo or floor, floor), min(hi or ceiling, ceiling)
+    undated = queries.usage_outside(con, floor, ceiling, q.agents, q.repo, q.model)
+    if lo >= hi:
+        doc = period_report([], q.period, prices, q.week_start)
+        return with_undated(doc, undated, prices)
     span = queries.bucket_span(con)
     first, last = span or (0, 0)
     segments = offset_segments(max(first, lo or 0), min(last, hi or last), q.tz)
@@ -63,7 +107,7 @@ def report(con: sqlite3.Connection, q: ReportQuery, prices: Prices) -> dict[str,
         rows = queries.usage_by_day_hourly(con, segments, lo, hi, q.agents, q.model)
     else:
         rows = queries.usage_by_day(con, segments, lo, hi, q.agents, q.repo, q.model)
-    return period_report(rows, q.period, prices, q.week_start)
+    return with_undated(period_report(rows, q.period, prices, q.week_start), undated, prices)
 
 
 def tokens(
@@ -81,7 +125,10 @@ def tokens(
     doc = attribute(records, list(transitions), prices)
     for p in doc["phases"]:
         p["start"], p["end"] = iso(p["start"]), iso(p["end"])
+    models = {b["modelName"] for b in doc["total"]["modelBreakdowns"]}
+    described = prices.describe(models) if isinstance(prices, PriceBook) else None
     return {
+        "prices": described,
         "repo": repo,
         "since": iso(since),
         "until": iso(until),

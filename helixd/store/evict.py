@@ -58,6 +58,20 @@ _SESSIONS: Final = (
 )
 
 
+_TIER1: Final = (
+    f"SELECT (SELECT coalesce(sum(length(data) + {RAW_ROW_OVERHEAD}), 0) FROM raw_blocks),"
+    " (SELECT coalesce(sum(length(CAST(summary AS BLOB))"
+    f" + coalesce(length(CAST(body AS BLOB)), 0) + {EVENT_ROW_OVERHEAD}), 0) FROM events)"
+)
+
+
+def tier1_bytes(con: sqlite3.Connection) -> tuple[int, int]:
+    """``(raw blocks, events)`` bytes of Tier 1, counted as ``measure`` counts them (their
+    sum is what the retention budgets cap), without the per-session grouping."""
+    raw, events = con.execute(_TIER1).fetchone()
+    return int(raw), int(events)
+
+
 def measure(con: sqlite3.Connection) -> dict[str, Any]:
     """``{"rows": [SessionUsage], "other_bytes", "distilled_bytes"}``."""
     raw: dict[int | None, int] = {sid: int(n) for sid, n in con.execute(_RAW_BY_SESSION)}

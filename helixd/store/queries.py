@@ -113,6 +113,31 @@ def usage_by_day(
     return con.execute(sql, params).fetchall()
 
 
+def usage_outside(
+    con: sqlite3.Connection,
+    lo_bucket: int,
+    hi_bucket: int,
+    agents: Sequence[str] = (),
+    repo: str | None = None,
+    model: str | None = None,
+) -> list[tuple[Any, ...]]:
+    """``(agent, model, *counters)`` of the usage outside ``[lo_bucket, hi_bucket)``: the
+    responses whose time is unknown (bucket 0) or impossible (before 2000, in the future)."""
+    where = ["(b.bucket < ? OR b.bucket >= ?)"]
+    params: list[Any] = [lo_bucket, hi_bucket]
+    if model:
+        where.append("(b.model = ? OR substr(b.model, 1, ?) = ?)")
+        params.extend([model, len(model) + 1, model + "-"])
+    session_filter(where, params, agents, repo)
+    sql = (
+        f"SELECT s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
+        " JOIN sessions s ON s.id = b.session_id WHERE "
+        + " AND ".join(where)
+        + " GROUP BY s.agent, b.model"
+    )
+    return con.execute(sql, params).fetchall()
+
+
 def usage_by_day_hourly(
     con: sqlite3.Connection,
     segments: Sequence[tuple[int | None, int]],

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from helixd.store.evict import tier1_bytes
 from helixd.store.queries import BUCKET_SUMS, session_filter
 
 SESSION_COLS: Final = (
@@ -194,5 +195,22 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
         "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM evictions"
     ).fetchone()
     summary["evictions"] = {"count": n, "bytes": b, "last_at": at}
+    # The raw tier as the retention pass counts it (raw blocks + events): status and evict
+    # compare the same number with the budgets.
+    raw, events = tier1_bytes(con)
+    summary["tier1"] = {"raw_blocks_bytes": raw, "events_bytes": events, "bytes": raw + events}
     tracked = con.execute("SELECT path, offset, gone_at FROM files").fetchall()
     return {"summary": summary, "files": [tuple(f) for f in tracked]}
+
+
+def repos_starting(con: sqlite3.Connection, prefix: str, limit: int = 50) -> list[str]:
+    """Repo names and working directories that start with ``prefix`` (shell completion),
+    the most used first."""
+    upper = prefix + "\U0010ffff"
+    rows = con.execute(
+        "SELECT name FROM (SELECT repo AS name FROM sessions WHERE repo >= ?1 AND repo < ?2"
+        " UNION ALL SELECT cwd FROM sessions WHERE cwd >= ?1 AND cwd < ?2)"
+        " GROUP BY name ORDER BY count(*) DESC, name LIMIT ?3",
+        (prefix, upper, limit),
+    ).fetchall()
+    return [r[0] for r in rows if r[0]]

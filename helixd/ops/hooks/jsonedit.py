@@ -133,7 +133,106 @@ def _indent(text: str) -> str | int:
     return "\t" if ws.startswith("\t") else len(ws)
 
 
+_SEPARATORS = re.compile(r'"\s*(:)(\s*)\S|[\]}"\d]\s*(,)(\s*)\S')
+
+
+def _separators(text: str) -> tuple[str, str]:
+    """The item and key separators of a one-line JSON text: ``","``/``":"`` when compact,
+    ``", "``/``": "`` as ``json.dumps`` writes them."""
+    item, key = ", ", ": "
+    for m in _SEPARATORS.finditer(text):
+        if m.group(1) and key == ": ":
+            key = ":" + m.group(2)
+        if m.group(3) and item == ", ":
+            item = "," + m.group(4)
+    return item, key
+
+
 def dump(doc: dict[str, Any], like: str | None) -> str:
-    """``doc`` as text in the style of ``like`` (the file's current text)."""
-    text = json.dumps(doc, indent=_indent(like or ""), ensure_ascii=False)
+    """``doc`` as text in the style of ``like`` (the file's current text): its indent, or on
+    one line with its separators when it is written on one line (compact JSON stays compact,
+    so that uninstall gives the file back byte for byte)."""
+    body = (like or "").strip()
+    if body and "\n" not in body:
+        text = json.dumps(doc, separators=_separators(body), ensure_ascii=False)
+    else:
+        text = json.dumps(doc, indent=_indent(like or ""), ensure_ascii=False)
     return text + "\n" if like is None or like.endswith("\n") or not like.strip() else text
+
+
+# -- one entry at a key path (MCP servers, the status line) ---------------------------------
+def _is_ours_entry(value: Any, marker: str) -> bool:
+    """An entry Helix wrote: its command runs ``helixctl`` with ``marker`` (``mcp``,
+    ``statusline``), or the ``helix-<marker>`` script (``helix-statusline``)."""
+    if not isinstance(value, dict):
+        return False
+    command = value.get("command")
+    args = value.get("args")
+    words = [command] if isinstance(command, str) else []
+    words += [a for a in args if isinstance(a, str)] if isinstance(args, list) else []
+    text = " ".join(words)
+    if bool(re.search(r"helixctl['\"]?(\s|$)", text)) and marker in text.split():
+        return True
+    return any(w.strip("'\"").rsplit("/", 1)[-1] == f"helix-{marker}" for w in text.split())
+
+
+def entry_parent(doc: dict[str, Any], keys: tuple[str, ...], where: str) -> dict[str, Any] | None:
+    """The object holding the entry (None when a key on the way is absent); HookFileError
+    when something on the way is not an object."""
+    node: Any = doc
+    for i, key in enumerate(keys[:-1]):
+        node = node.get(key)
+        if node is None:
+            return None
+        if not isinstance(node, dict):
+            raise HookFileError(f'{where}: "{".".join(keys[: i + 1])}" is not an object')
+    return dict(node)
+
+
+def set_entry(
+    doc: dict[str, Any], keys: tuple[str, ...], value: dict[str, Any], marker: str, where: str
+) -> dict[str, Any]:
+    """``doc`` with ``value`` at ``keys``: added, or replacing Helix's own entry; a different
+    entry of the user's there is refused (HookFileError, nothing written)."""
+    parent = entry_parent(doc, keys, where)
+    current = (parent or {}).get(keys[-1])
+    if current is not None and current != value and not _is_ours_entry(current, marker):
+        raise HookFileError(
+            f'{where}: "{".".join(keys)}" is already set to something else ({current!r});'
+            " left untouched (remove it first to let Helix set it)"
+        )
+    return _put(doc, keys, value)
+
+
+def _put(node: dict[str, Any], keys: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = dict(node)
+    if len(keys) == 1:
+        out[keys[0]] = value
+    else:
+        out[keys[0]] = _put(dict(out.get(keys[0]) or {}), keys[1:], value)
+    return out
+
+
+def remove_entry(
+    doc: dict[str, Any], keys: tuple[str, ...], marker: str, drop_empty: bool
+) -> dict[str, Any]:
+    """``doc`` without Helix's entry at ``keys`` (another entry there is kept); the object
+    that held it goes too when it is left empty and ``drop_empty`` (install created it)."""
+    parent = entry_parent(doc, keys, "")
+    if parent is None or not _is_ours_entry(parent.get(keys[-1]), marker):
+        return doc
+    del parent[keys[-1]]
+    if len(keys) == 1:
+        return parent
+    if not parent and drop_empty:
+        return _drop(doc, keys[:-1])
+    return _put(doc, keys[:-1], parent)
+
+
+def _drop(node: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out = dict(node)
+    if len(keys) == 1:
+        out.pop(keys[0], None)
+    else:
+        out[keys[0]] = _drop(dict(out[keys[0]]), keys[1:])
+    return out
