@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
 from helixd.adapters import Chunk, FileContext
+from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.stats import IngestStats
@@ -363,7 +364,8 @@ class Ingestor:
         assert item.redacted is not None
         redacted, secrets = await item.redacted
         src = run.src
-        parsed = src.adapter.parse(Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state)
+        chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
+        parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises is a bad line
         if parsed.consumed < len(redacted):
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:

@@ -26,6 +26,7 @@ import structlog
 import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.sources.tailer import masked_sidecar
 from helixd.store import Batch, Store
@@ -106,7 +107,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
             continue
         data = carry + dctx.decompress(data_z, max_output_size=max(end - start, 1) + 1)
         base = start - len(carry)
-        parsed = adapter.parse(Chunk(data, base, last, ctx), state)
+        parsed = parse_total(adapter, Chunk(data, base, last, ctx), state)
         carry = data[parsed.consumed :]
         state = parsed.state
         parsed_bytes += parsed.consumed
