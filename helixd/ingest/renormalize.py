@@ -119,6 +119,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
                 parsed=parsed,
                 replace_events=whole,
                 replay=True,
+                source=data[: parsed.consumed],
             )
         )
     # The file's own cursor last (its current generation's state: an empty state when that
