@@ -84,8 +84,8 @@ def test_claude_daily_equals_ccusage_except_the_documented_differences(claude_db
     diff = {k: v for k, v in diff.items() if v[0] != v[1]}
     assert diff == {
         # agent-a70627f.jsonl: redacted `version` (ccusage drops non-semver records) and no
-        # usable timestamp, so Helix files it under the epoch day.
-        ("1970-01-01", "claude-haiku-[REDACTED_PHONE]"): ((733, 2, 0, 0), None),
+        # usable timestamp, so Helix files it under "unknown" (never the epoch day).
+        ("unknown", "claude-haiku-[REDACTED_PHONE]"): ((733, 2, 0, 0), None),
         # edge_cases.jsonl writes `"usage": {` with a space: ccusage's byte pre-filter skips it.
         ("2025-06-14", "claude-3-sonnet-20240229"): ((320, 350, 0, 0), None),
         # ccusage `daily` counts the agent_progress copies embedded in parent files (its own
@@ -151,8 +151,8 @@ def test_days_in_a_time_zone_match_each_response_converted(claude_db: Path, zone
     expected: dict[str, int] = {}
     con = sqlite3.connect(claude_db)
     for ts, n in con.execute("SELECT ts, input FROM usage"):
-        # A response without a timestamp is filed under the epoch day in every zone.
-        day = datetime.fromtimestamp(ts / 1000, tz).date().isoformat() if ts else "1970-01-01"
+        # A response without a timestamp is filed under "unknown" in every zone.
+        day = datetime.fromtimestamp(ts / 1000, tz).date().isoformat() if ts else "unknown"
         expected[day] = expected.get(day, 0) + n
     doc = ok(claude_db, "report", "daily", "--json", "-z", zone)
     got = {d["date"]: d["inputTokens"] for d in doc["daily"]}

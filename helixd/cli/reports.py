@@ -98,12 +98,12 @@ def _instant(value: str | None, hint: str) -> int | None:
     """An ISO-8601 time (or ``YYYYMMDD``/``YYYY-MM-DD``; no zone = UTC) in epoch ms."""
     if value is None:
         return None
-    from helixd.core.timeparse import parse_ts
+    from helixd.core.values import instant_ms  # any time a person types (not only sane ones)
 
     text = value.strip()
     if re.fullmatch(r"\d{8}", text):
         text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
-    ms = parse_ts(text)
+    ms = instant_ms(text)
     if ms is None:
         raise click.BadParameter(f"not a time: {value!r} (use ISO-8601)", param_hint=hint)
     return ms
