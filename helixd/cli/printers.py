@@ -61,6 +61,9 @@ def print_digest(d: dict[str, Any]) -> None:
             f"  malformed lines {markers['malformed_lines']},"
             f" unknown records {markers['unknown_records']}"
         )
+    for bad in (d.get("bad_lines") or [])[:5]:
+        raw = " ".join((bad.get("raw") or "(raw evicted)").split())[:80]
+        lines.append(f"    bad line @{bad['offset']} ({bad['reason'][:100]}): {raw}")
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
@@ -127,6 +130,11 @@ def print_status(doc: dict[str, Any]) -> None:
         f"  files tracked {st['files']} (gone {st['files_gone']}), lines {st['lines']:,},"
         f" malformed {st['malformed_lines']}, unknown records {st['unknown_records']}"
     )
+    if st.get("malformed_by_agent"):
+        by = ", ".join(f"{a} {n}" for a, n in sorted(st["malformed_by_agent"].items()))
+        click.echo(f"  malformed lines kept raw: {by}; latest:")
+        for bad in st.get("malformed_latest") or []:
+            click.echo(f"    {bad['path']} @{bad['offset']}: {bad['reason'][:120]}")
     for agent, a in sorted(st["agents"].items()):
         click.echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
     lag = doc["ingest_lag"]
