@@ -33,11 +33,8 @@ def usage_counts(usage: Any, where: str) -> list[int]:
     if not isinstance(usage, dict):
         return [0] * len(USAGE_KEYS)
     values = [usage.get(key, 0) for key in USAGE_KEYS]
-    try:
-        if type(sum(values)) is int and min(values) >= 0 and max(values) <= MAX_TOKENS:
-            return values  # the usual case: plain integers in range
-    except TypeError:
-        pass
+    if all(type(v) is int for v in values) and 0 <= min(values) and max(values) <= MAX_TOKENS:
+        return values  # the usual case: plain integers in range
     return [tokens(v, f"{where}.{key}") for v, key in zip(values, USAGE_KEYS, strict=True)]
 
 
