@@ -33,7 +33,7 @@ def usage_counts(usage: Any, where: str) -> list[int]:
     if not isinstance(usage, dict):
         return [0] * len(USAGE_KEYS)
     values = [usage.get(key, 0) for key in USAGE_KEYS]
-    if all(type(v) is int for v in values) and 0 <= min(values) and max(values) <= MAX_TOKENS:
+    if all(type(v) is int for v in values) and min(values) >= 0 and max(values) <= MAX_TOKENS:
         return values  # the usual case: plain integers in range
     return [tokens(v, f"{where}.{key}") for v, key in zip(values, USAGE_KEYS, strict=True)]
 
