@@ -2,7 +2,10 @@
 that hold the value, and their lines become bad lines (their bytes stay in the batch's raw
 block, like every other line's).
 
-``write_batch_total`` writes a batch inside a savepoint.  When SQLite, or the sqlite3 module
+``Writer.commit_many`` first writes its batches without savepoints (they would make SQLite
+journal every page twice); should that fail on a value, the transaction is rolled back and
+written again batch by batch through ``write_batch_total``, which writes a batch inside a
+savepoint.  When SQLite, or the sqlite3 module
 binding a parameter, refuses a value (an integer beyond 64 bits, text that is not UTF-8, a
 constraint, a type it cannot store), the savepoint is rolled back and the batch is written
 again in parts: the file's cursor first (a failure there is no record's and propagates),
