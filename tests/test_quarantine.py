@@ -393,8 +393,8 @@ def test_usage_of_unknown_time_is_reported_as_unknown_never_1970(
 # -- stores an older version filled with impossible times ------------------------------------------
 def _age(db: Path) -> None:
     """Make ``db`` look like a store an older Helix wrote: times of the year 285200616 and
-    before 1970 in every table that holds times, rollups built from them, and the two new
-    migrations not yet applied."""
+    before 1970 in every table that holds times, negative and absurd usage counters,
+    rollups built from them, and the two new migrations not yet applied."""
     con = sqlite3.connect(db)
     con.executescript(
         """
@@ -405,6 +405,8 @@ def _age(db: Path) -> None:
         UPDATE events SET ts = 9000000000000000000 WHERE seq % 2 = 0;
         UPDATE search_docs SET ts = 9000000000000000000;
         UPDATE usage SET ts = 9000000000000000000 WHERE rowid % 2 = 0;
+        UPDATE usage SET input = -5 WHERE rowid % 5 = 1;
+        UPDATE usage SET output = 2000000000000 WHERE rowid % 5 = 2;
         UPDATE tool_calls SET ts = -5;
         UPDATE files SET adapter_version = 1;
         DELETE FROM usage_buckets;
@@ -448,6 +450,8 @@ def test_a_store_with_impossible_times_reads_then_migrates_to_unknown_time(
                        ("usage", "ts"), ("search_docs", "ts"), ("tool_calls", "ts")):  # fmt: skip
         outside = f"SELECT count(*) FROM {table} WHERE {col} < ? OR {col} >= ?"
         assert con.execute(outside, (TS_MIN_MS, TS_MAX_MS)).fetchone() == (0,), table
+    no_count = "SELECT count(*) FROM usage WHERE input < 0 OR output > 1000000000000"
+    assert con.execute(no_count).fetchone() == (0,)  # facts no response has are gone
     exact = con.execute("SELECT sum(input), count(*) FROM usage").fetchone()
     assert con.execute("SELECT sum(input), sum(responses) FROM usage_buckets").fetchone() == exact
     assert con.execute("SELECT sum(input), sum(responses) FROM usage_hours").fetchone() == exact

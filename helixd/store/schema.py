@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from helixd.core.values import TS_MAX_MS, TS_MIN_MS
+from helixd.core.values import MAX_TOKENS, TS_MAX_MS, TS_MIN_MS
 
 # Times no agent wrote (helixd/core/values.py): before 1990 or years ahead of the clock.
 _OUT_OF_WINDOW: Final = f"{{col}} < {TS_MIN_MS} OR {{col}} >= {TS_MAX_MS}"
@@ -30,9 +30,13 @@ _NOW_MS: Final = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
 def _unknown_times() -> str:
     """m007: rows an older Helix stored with impossible times get *unknown time* (NULL),
-    as ingest gives them now; the usage rollups are rebuilt when a fact moved, and the
-    sessions concerned are analyzed again."""
+    as ingest gives them now; usage facts with a counter no response has (negative, beyond
+    ``MAX_TOKENS``), whose lines ingest now quarantines, go (the delete trigger takes them
+    out of the rollups); the usage rollups are rebuilt when a fact moved, and the sessions
+    concerned are analyzed again."""
     out = _OUT_OF_WINDOW
+    counters = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "reasoning")
+    no_count = " OR ".join(f"{c} < 0 OR {c} > {MAX_TOKENS}" for c in counters)
     null = "\n".join(
         f"UPDATE {table} SET {col} = NULL WHERE {out.format(col=col)};"
         for table, col in (
@@ -47,6 +51,8 @@ def _unknown_times() -> str:
     )
     return f"""
         CREATE TEMP TABLE m007_sessions (id INTEGER PRIMARY KEY);
+        INSERT OR IGNORE INTO temp.m007_sessions SELECT session_id FROM usage WHERE {no_count};
+        DELETE FROM usage WHERE {no_count};
         INSERT OR IGNORE INTO temp.m007_sessions SELECT id FROM sessions
             WHERE {out.format(col="started_at")} OR {out.format(col="ended_at")};
         INSERT OR IGNORE INTO temp.m007_sessions
