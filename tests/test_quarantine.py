@@ -18,19 +18,23 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from helixd.adapters import Chunk, FileContext, jsonl
+from helixd.adapters import Adapter, Chunk, FileContext, jsonl
 from helixd.adapters.guard import parse_total
 from helixd.core.records import Cursor, Event, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import iso, parse_ts
 from helixd.core.values import TS_MAX_MS, TS_MIN_MS
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.renormalize import renormalize
 from helixd.store import Batch, Store
 from tests.conftest import REPO, RunCli, cli_env
+from tests.db_snapshot import snapshot
 from tests.poison import (
     AGENTS,
     BEYOND_INT64,
@@ -552,3 +556,38 @@ def test_a_subagent_read_after_its_parent_is_listed_and_its_new_usage_counted(
     digest = _json(helixctl, "lookup", CLAUDE.uid)
     assert digest["subagent_cost"]["output_tokens"] == 2 + 4  # both of its answers
     assert _digests(helixctl.db) == _digests(_ingest_once(home, tmp_path / "batch.db"))  # type: ignore[attr-defined]
+
+
+# -- the write fallback in the real ingest and re-normalization paths ------------------------------
+def _careless(adapter: Adapter) -> Adapter:
+    """``adapter`` as a careless version would be: an event of a line saying "POISON"
+    carries 2**70 tokens (no adapter emits such values now: the store must still cope)."""
+
+    def parse(chunk: Chunk, state: Any) -> Parsed:
+        out = adapter.parse(chunk, state)
+        poisoned = [replace(e, tokens=2**70) if "POISON" in e.body else e for e in out.events]
+        return replace(out, events=poisoned)
+
+    return replace(adapter, parse=parse)
+
+
+async def test_ingest_and_renormalize_quarantine_what_the_store_refuses(
+    store: Store, home: Path
+) -> None:
+    lines = CLAUDE.valid(8)
+    poison = lines[4].replace(b"prompt 4", b"POISON 4")
+    path = CLAUDE.write(home, [*lines[:4], poison, *lines[5:]])
+    adapter = _careless(CLAUDE.adapter)
+    root = CLAUDE.root(home)
+    stats = await Ingestor(store, chunk_bytes=600).backfill(discover([(adapter, root)]))
+    assert stats.bad_lines == 1 and not stats.errors
+    con = sqlite3.connect(store.path)
+    at = sum(len(x) for x in lines[:4])
+    assert con.execute("SELECT offset, length FROM bad_lines").fetchall() == [(at, len(poison) - 1)]
+    assert con.execute("SELECT offset FROM files").fetchone() == (path.stat().st_size,)
+    assert con.execute("SELECT count(*) FROM events").fetchone() == (7,)
+    before = snapshot(store.path)
+    con.execute("UPDATE files SET adapter_version = 1")
+    con.commit()
+    redone = await renormalize(store, [adapter])
+    assert redone.groups == 1 and snapshot(store.path) == before

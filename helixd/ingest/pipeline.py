@@ -242,6 +242,7 @@ class Ingestor:
                 if isinstance(item.redacted, asyncio.Future):
                     item.redacted.cancel()
             await writer.close()
+        stats.bad_lines += self.store.take_refused_lines()  # quarantined by the store
         for path in gone:
             if await self.store.mark_gone(path):
                 stats.files_gone += 1

@@ -131,6 +131,7 @@ def _salvage(w: Writer, batch: Batch, now: int, first: Exception) -> int:
     ]
     writable = [line for line in lines if line.refused is None]
     refused.extend(_write_lines(w, writable, ids, file_id, now, batch.replace_events))
+    w.refused_lines += len(refused)
     for line, exc in refused:
         at = line.offset if line.offset is not None else batch.start
         length = batch.line_length(at) if line.offset is not None else 0

@@ -203,6 +203,7 @@ class Writer:
         self.next_id = 0
         self.first_id = 0
         self.parents: dict[int, str | None] = {}  # of the sessions upserted in this transaction
+        self.refused_lines = 0  # lines quarantined because the store refused a value of theirs
 
     def begin(self) -> None:
         self.con.execute("BEGIN IMMEDIATE")
