@@ -591,3 +591,30 @@ async def test_ingest_and_renormalize_quarantine_what_the_store_refuses(
     con.commit()
     redone = await renormalize(store, [adapter])
     assert redone.groups == 1 and snapshot(store.path) == before
+
+
+def test_a_poisoned_message_of_a_gemini_document_costs_that_message_only() -> None:
+    """A ``.json`` recording is one document: a message whose type is a list or whose
+    tokens are negative is a bad line at its position, the other messages are kept."""
+    from tests.poison import GEMINI_SID
+
+    def doc(*extra: Any) -> bytes:
+        messages = [
+            {"id": "u1", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "hi"},
+            *extra,
+            {"id": "g1", "timestamp": "2026-01-01T00:00:02Z", "type": "gemini", "content": "ok",
+             "tokens": {"input": 10, "output": 2}, "model": "gemini-2.5-pro"},
+        ]  # fmt: skip
+        return orjson.dumps({"sessionId": GEMINI_SID, "messages": messages})
+
+    rel = "proj/chats/session-2026-01-01T00-00-5e1f0a2b.json"
+    ctx = FileContext(f"/h/{rel}", rel)
+    adapter = next(a for a in AGENTS if a.name == "gemini").adapter
+    clean = adapter.parse(Chunk(doc(), 0, True, ctx), {})
+    bad_type = {"id": "x1", "timestamp": "2026-01-01T00:00:01Z", "type": ["user"], "content": "?"}
+    bad_count = {"id": "x2", "type": "gemini", "content": "?", "tokens": {"input": -5}}
+    data = doc(bad_type, bad_count)
+    p = parse_total(adapter, Chunk(data, 0, True, ctx), {})
+    assert [b.offset for b in p.bad] == [data.index(b'"x1"'), data.index(b'"x2"')]
+    assert [(e.key, e.kind) for e in p.events] == [(e.key, e.kind) for e in clean.events]
+    assert [u.dedup_key for u in p.usage] == [u.dedup_key for u in clean.usage]

@@ -427,7 +427,7 @@ def _parse_document(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         if isinstance(mid, str) and mid:
             found = data.find(b'"' + mid.encode("utf-8", "replace") + b'"', pos)
             pos = found if found >= 0 else pos
-        run.message(chunk.base + pos, msg, f"@{i}")
+        guarded(run, chunk.base + pos, 0, run.message, chunk.base + pos, msg, f"@{i}")
     return run.finish(len(data), 1)
 
 
