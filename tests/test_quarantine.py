@@ -34,6 +34,7 @@ from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
 from helixd.store import Batch, Store
 from tests.conftest import REPO, RunCli, cli_env
+from tests.daemon_helpers import Helixd, wait_for
 from tests.db_snapshot import snapshot
 from tests.poison import (
     AGENTS,
@@ -618,3 +619,29 @@ def test_a_poisoned_message_of_a_gemini_document_costs_that_message_only() -> No
     assert [b.offset for b in p.bad] == [data.index(b'"x1"'), data.index(b'"x2"')]
     assert [(e.key, e.kind) for e in p.events] == [(e.key, e.kind) for e in clean.events]
     assert [u.dedup_key for u in p.usage] == [u.dedup_key for u in clean.usage]
+
+
+# -- the daemon: a poison line is counted and skipped, the daemon goes on --------------------------
+def test_the_daemon_skips_poison_lines_and_keeps_reading(daemon: Helixd, home: Path) -> None:
+    """Before, a ``-1e308`` timestamp made every pass of the daemon fail at the same line."""
+    from tests.daemon_helpers import SID, line, project, stored_digest
+
+    f = project(home) / f"{SID}.jsonl"
+    f.write_bytes(
+        line(0) + CLAUDE.bad_ts(b"-1e308") + CLAUDE.bad_count(b"NaN") + line(1, "assistant")
+    )
+    daemon.start()
+    wait_for(lambda: daemon.lookup(f"claude:{SID}") is not None, 10, "first digest")
+    with f.open("ab") as fh:
+        fh.write(CLAUDE.bad_type(b"[1]") + line(2) + line(3, "assistant", "done"))
+
+    def caught_up() -> bool:
+        d = stored_digest(daemon.db, f"claude:{SID}")
+        return d is not None and d["cost"]["output_tokens"] == 1 + 3  # type: ignore[index]
+
+    wait_for(caught_up, 10, "the lines after the poison")
+    digest = daemon.lookup(SID)
+    assert digest is not None and digest["markers"]["malformed_lines"] == 2  # type: ignore[index]
+    status = orjson.loads(daemon.ctl("status", "--json").stdout)
+    assert status["daemon"]["running"] and status["store"]["malformed_lines"] == 2
+    assert daemon.stop() == 0
