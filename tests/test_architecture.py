@@ -13,6 +13,7 @@ PKG = Path(__file__).parent.parent / "helixd"
 CORE = [
     "core.records",
     "core.timeparse",
+    "core.values",
     "core.redact",
     "core.secret_rules",
     "core.secret_values",

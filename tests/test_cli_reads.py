@@ -231,3 +231,13 @@ def test_read_commands_load_only_what_they_use(store: RunCli) -> None:
             timeout=60,
         )
         assert "HEAVY []" in proc.stderr, (args, proc.stderr[-2000:])
+
+
+@pytest.mark.parametrize("until", ["99991231", "0001-01-01", "9999-12-31T23:59:59"])
+def test_a_day_no_report_can_hold_is_a_usage_error_not_a_traceback(
+    store: RunCli, until: str
+) -> None:
+    for args in (["report", "daily", "--until", until], ["sessions", "--until", until]):
+        proc = store(*args, check=False)
+        assert proc.returncode == 2 and "outside the years" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr

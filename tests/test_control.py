@@ -29,8 +29,11 @@ def talk(path: str, data: bytes, timeout: float = 5.0) -> list[dict[str, object]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except BrokenPipeError:
+            pass  # a refusing server may answer and close before reading: its reply is still queued
         buf = b""
         while chunk := s.recv(65536):
             buf += chunk

@@ -9,7 +9,9 @@ same transaction as the records.  The contract, checked for every registered ada
 * ``consumed`` never ends inside a line; bytes after it are offered again next time;
 * feeding a file in chunks cut anywhere gives exactly the records of one whole read;
 * a malformed line, invalid UTF-8 or an unknown record type is reported (``Parsed.bad``,
-  ``Parsed.unknown_types``), never raised;
+  ``Parsed.unknown_types``), never raised; every line runs under ``guard.each_line``, so a
+  line whose values are rejected (``helixd.core.values``) or whose handler raises is one bad
+  line with none of its records, and the next line is read;
 * event offsets are absolute byte offsets in the source file (``Chunk.base`` + position).
 
 See ``docs/adapters.md`` for how to add an agent.

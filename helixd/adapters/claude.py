@@ -29,10 +29,12 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.claude_meta import meta_record
 from helixd.adapters.claude_tools import BODY_LIMIT, INTERRUPT_MARKERS, ToolBlocks
-from helixd.adapters.fields import as_int, get_dict, get_str, result_text
+from helixd.adapters.fields import count, get_dict, get_str, result_text
+from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import shorten
-from helixd.core.records import BadLine, Event, Parsed, SessionInfo, UsageFact
+from helixd.core.records import Event, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
+from helixd.core.values import record_type
 
 NAME: Final = "claude"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
@@ -104,7 +106,7 @@ class _FileParse(ToolBlocks):
         self.native = native
         self.parent_native: str | None = parent or state.get("parent")
         self.pending: dict[str, str] = dict(state.get("pending", {}))
-        self.first_ts: int | None = state.get("first_ts")
+        self.first_ts: int | None = parse_ts(state.get("first_ts"))
         self.agent_type: str | None = state.get("agent_type") or _agent_type(chunk.ctx.sidecar)
         self.out = Parsed(consumed=0, state={})
         self.info: dict[str, Any] = {}
@@ -160,14 +162,11 @@ class _FileParse(ToolBlocks):
             self.parent_native = sid
 
     def line(self, offset: int, raw: bytes) -> None:
-        try:
-            obj, _repaired = jsonl.decode(raw)
-        except jsonl.LineError as exc:
-            self.out.bad.append(BadLine(offset, len(raw), str(exc)))
-            return
-        rtype = obj.get("type")
-        if not isinstance(rtype, str) or rtype not in KNOWN_TYPES:
-            name = rtype if isinstance(rtype, str) else repr(rtype)
+        """One line (run under ``guard.guarded``: a line that raises is a bad line)."""
+        obj, _repaired = jsonl.decode(raw)
+        rtype = record_type(obj.get("type"))
+        if rtype is None or rtype not in KNOWN_TYPES:
+            name = str(rtype)
             self.out.unknown_types[name] = self.out.unknown_types.get(name, 0) + 1
             return
         self.obj, self.offset = obj, offset
@@ -222,7 +221,7 @@ class _FileParse(ToolBlocks):
     def assistant(self, message: Mapping[str, Any], key: str, parent: str | None) -> None:
         model = get_str(message, "model") or None
         usage = get_dict(message, "usage")
-        out_tokens = as_int(usage.get("output_tokens"))
+        out_tokens = count(usage, "output_tokens", "message.usage")
         if model and model != SYNTHETIC_MODEL:
             self.info["model"] = model
             if usage:
@@ -290,8 +289,9 @@ class _FileParse(ToolBlocks):
             return
         request_id = get_str(self.obj, "requestId")
         dedup = f"{msg_id}:{request_id}" if request_id else msg_id
-        creation = as_int(usage.get("cache_creation_input_tokens"))
-        one_hour = as_int(get_dict(usage, "cache_creation").get("ephemeral_1h_input_tokens"))
+        creation = count(usage, "cache_creation_input_tokens", "message.usage")
+        split = get_dict(usage, "cache_creation")
+        one_hour = count(split, "ephemeral_1h_input_tokens", "message.usage.cache_creation")
         one_hour = min(one_hour, creation) if creation else one_hour
         self.out.usage.append(
             UsageFact(
@@ -299,12 +299,13 @@ class _FileParse(ToolBlocks):
                 session_uid=self.uid,
                 ts=self.ts,
                 model=model,
-                input_tokens=as_int(usage.get("input_tokens")),
-                output_tokens=as_int(usage.get("output_tokens")),
-                cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
+                input_tokens=count(usage, "input_tokens", "message.usage"),
+                output_tokens=count(usage, "output_tokens", "message.usage"),
+                cache_read_tokens=count(usage, "cache_read_input_tokens", "message.usage"),
                 cache_write_5m_tokens=max(creation - one_hour, 0),
                 cache_write_1h_tokens=one_hour,
                 rank=self.rank(),
+                offset=self.offset,
             )
         )
 
@@ -413,11 +414,9 @@ def _agent_type(sidecar: bytes | None) -> str | None:
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     """Parse the complete lines of ``chunk`` (see the module docstring for the rules)."""
-    lines, consumed = jsonl.frame(chunk.data, chunk.at_eof)
     run = _FileParse(chunk, state)
-    for rel_offset, raw in lines:
-        run.line(chunk.base + rel_offset, raw)
-    return run.finish(consumed, len(lines))
+    consumed, lines = each_line(chunk, run, run.line)
+    return run.finish(consumed, lines)
 
 
 ADAPTER: Final = Adapter(

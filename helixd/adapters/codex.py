@@ -44,9 +44,11 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.codex_items import BODY_LIMIT, ECHO_EVENTS, ItemMapper, texts
 from helixd.adapters.fields import get_dict, get_str
+from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import shorten
-from helixd.core.records import BadLine, Event, Parsed, Role, SessionInfo
+from helixd.core.records import Event, Parsed, Role, SessionInfo
 from helixd.core.timeparse import parse_ts
+from helixd.core.values import in_window, record_type
 
 NAME: Final = "codex"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
@@ -91,19 +93,22 @@ def uuid7_ms(value: Any) -> int | None:
 
 
 def _ms(value: Any) -> int | None:
-    """``parse_ts`` with a fast path for the ``2026-02-23T12:19:42.561Z`` form Codex writes."""
+    """``parse_ts`` with a fast path for the ``2026-02-23T12:19:42.561Z`` form Codex writes
+    (inside the same window of sane times)."""
     if type(value) is str and len(value) == 24 and value[23] == "Z":
         try:
-            return round(_FROM_ISO(value).timestamp() * 1000)
+            ms = round(_FROM_ISO(value).timestamp() * 1000)
         except ValueError:
             return None
+        return ms if in_window(ms) else None
     return parse_ts(value)
 
 
 def _classify(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """``(record type, payload)`` of a line of any generation; ``""`` for state markers."""
-    rtype, payload = obj.get("type"), obj.get("payload")
-    if isinstance(payload, dict) and (rtype is None or isinstance(rtype, str)):
+    """``(record type, payload)`` of a line of any generation; ``""`` for state markers.
+    A ``type`` that is not a string rejects the line."""
+    rtype, payload = record_type(obj.get("type")), obj.get("payload")
+    if isinstance(payload, dict):
         return rtype or "session_meta", payload  # the middle generation's meta has no type
     if rtype is None and "id" in obj and "timestamp" in obj:
         return "session_meta", obj  # oldest generation: a bare header
@@ -113,7 +118,7 @@ def _classify(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
         return rtype, obj
     if rtype is None and ("record_type" in obj or "payload" in obj):
         return "", {}
-    return (rtype if isinstance(rtype, str) else repr(rtype)), {}
+    return str(rtype), {}
 
 
 class _FileParse(ItemMapper):
@@ -126,6 +131,8 @@ class _FileParse(ItemMapper):
         for key in ("gate", "tur", "cids", "tot"):
             if isinstance(self.st.get(key), list | dict):
                 self.st[key] = type(self.st[key])(self.st[key])
+        if "first_ts" in self.st:  # a store written before timestamps were checked
+            self.st["first_ts"] = parse_ts(self.st["first_ts"])
         self.out = Parsed(consumed=0, state={})
         self.info: dict[str, Any] = {}
         self.uid = f"{NAME}:{self.st['sid']}" if "sid" in self.st else ""
@@ -219,6 +226,7 @@ class _FileParse(ItemMapper):
 
     # -- one line --------------------------------------------------------------------------
     def line(self, offset: int, raw: bytes) -> None:
+        """One line (run under ``guard.guarded``: a line that raises is a bad line)."""
         self.n += 1
         if self.uid and not self.gate and raw.startswith(b'{"timestamp":"') and self.skim(raw):
             return
@@ -227,11 +235,7 @@ class _FileParse(ItemMapper):
             if type(obj) is not dict:
                 raise orjson.JSONDecodeError("not an object", "", 0)
         except orjson.JSONDecodeError:
-            try:  # the slow path repairs invalid UTF-8 and reports the rest
-                obj, _repaired = jsonl.decode(raw)
-            except jsonl.LineError as exc:
-                self.out.bad.append(BadLine(offset, len(raw), str(exc)))
-                return
+            obj, _repaired = jsonl.decode(raw)  # repairs invalid UTF-8, refuses the rest
         rtype, payload = obj.get("type"), obj.get("payload")
         if type(rtype) is not str or type(payload) is not dict:
             rtype, payload = _classify(obj)
@@ -407,11 +411,9 @@ HANDLERS: Final[dict[str, Callable[[_FileParse, Mapping[str, Any]], None]]] = {
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     """Parse the complete lines of ``chunk`` (see the module docstring for the rules)."""
-    lines, consumed = jsonl.frame(chunk.data, chunk.at_eof)
     run = _FileParse(chunk, state)
-    for rel_offset, raw in lines:
-        run.line(chunk.base + rel_offset, raw)
-    return run.finish(consumed, len(lines))
+    consumed, lines = each_line(chunk, run, run.line)
+    return run.finish(consumed, lines)
 
 
 ADAPTER: Final = Adapter(

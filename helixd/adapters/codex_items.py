@@ -26,6 +26,7 @@ from helixd.adapters.toolkinds import (
     shorten,
 )
 from helixd.core.records import Role, SessionInfo
+from helixd.core.values import record_type
 
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING: Final = 256
@@ -188,7 +189,7 @@ class ItemMapper(UsageMapper):
 
     # -- response_item -------------------------------------------------------------------
     def response_item(self, p: Mapping[str, Any]) -> None:
-        itype = p.get("type")
+        itype = record_type(p.get("type"), "payload.type")
         if itype == "message":
             self.message(p)
         elif itype == "reasoning":
@@ -330,7 +331,7 @@ class ItemMapper(UsageMapper):
 
     # -- event_msg -----------------------------------------------------------------------
     def event_msg(self, p: Mapping[str, Any]) -> None:
-        etype = p.get("type")
+        etype = record_type(p.get("type"), "payload.type")
         if etype == "token_count":
             self.token_count(p)
         elif isinstance(etype, str) and etype in EVENT_KINDS:

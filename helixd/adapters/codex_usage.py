@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from helixd.adapters.base import Chunk
-from helixd.adapters.fields import as_int
 from helixd.core.records import Parsed, UsageFact
+from helixd.core.timeparse import parse_ts
+from helixd.core.values import MAX_TOKENS, tokens
 
 USAGE_KEYS: Final = (
     "input_tokens",
@@ -26,17 +27,15 @@ USAGE_KEYS: Final = (
 STASH: Final = 64
 
 
-def usage_counts(usage: Any) -> list[int]:
-    """The usage counters in ``USAGE_KEYS`` order (missing or bad values are 0)."""
+def usage_counts(usage: Any, where: str) -> list[int]:
+    """The usage counters in ``USAGE_KEYS`` order (missing ones are 0); a counter that is
+    not a count (negative, too large, not a number) rejects the line."""
     if not isinstance(usage, dict):
         return [0] * len(USAGE_KEYS)
     values = [usage.get(key, 0) for key in USAGE_KEYS]
-    try:
-        if type(sum(values)) is int and min(values) >= 0:
-            return values  # the usual case: plain non-negative integers
-    except TypeError:
-        pass
-    return [max(as_int(v), 0) for v in values]
+    if all(type(v) is int for v in values) and min(values) >= 0 and max(values) <= MAX_TOKENS:
+        return values  # the usual case: plain integers in range
+    return [tokens(v, f"{where}.{key}") for v, key in zip(values, USAGE_KEYS, strict=True)]
 
 
 class UsageMapper(ABC):
@@ -47,6 +46,7 @@ class UsageMapper(ABC):
     out: Parsed
     uid: str
     ts: int | None
+    offset: int
     chunk: Chunk
 
     @abstractmethod
@@ -58,7 +58,7 @@ class UsageMapper(ABC):
         rid = p.get("response_id")
         if not isinstance(rid, str) or not rid:
             return
-        values = usage_counts(p.get("usage"))
+        values = usage_counts(p.get("usage"), "payload.usage")
         model = self.st.get("model") or "unknown"
         cids: list[str] = self.st.get("cids", [])
         if rid in cids:
@@ -78,11 +78,11 @@ class UsageMapper(ABC):
         total, last = info.get("total_token_usage"), info.get("last_token_usage")
         prev: list[int] | None = self.st.get("tot")
         if isinstance(total, dict):
-            cum = usage_counts(total)
+            cum = usage_counts(total, "info.total_token_usage")
             if cum == prev:
                 return  # a re-emit: the total did not advance
             if isinstance(last, dict):
-                delta = usage_counts(last)
+                delta = usage_counts(last, "info.last_token_usage")
             elif prev is not None and all(a >= b for a, b in zip(cum, prev, strict=True)):
                 delta = [a - b for a, b in zip(cum, prev, strict=True)]
             elif prev is None and not self.st.get("derived"):
@@ -90,7 +90,7 @@ class UsageMapper(ABC):
             else:
                 delta = [0] * len(USAGE_KEYS)  # a reset, or a derived file's baseline
         elif isinstance(last, dict):
-            delta = usage_counts(last)
+            delta = usage_counts(last, "info.last_token_usage")
             cum = [a + b for a, b in zip(prev or [0] * len(USAGE_KEYS), delta, strict=True)]
         else:
             return
@@ -117,6 +117,7 @@ class UsageMapper(ABC):
                 cache_write_5m_tokens=write,
                 reasoning_tokens=reasoning,
                 rank=rank + self.chunk.ctx.path,
+                offset=self.offset,
             )
         )
 
@@ -124,7 +125,8 @@ class UsageMapper(ABC):
         """A ``compacted`` line names its request's response id: pair it with the record."""
         stash: dict[str, list[Any]] = self.st.setdefault("tur", {})
         if rid in stash:
-            ts, model, *counts = stash.pop(rid)
-            self.fact(f"codex:resp:{rid}", counts, ts, model)
+            ts, model, *counts = stash.pop(rid)  # state a file's earlier reads stored
+            counts = usage_counts(dict(zip(USAGE_KEYS, counts, strict=False)), "stashed")
+            self.fact(f"codex:resp:{rid}", counts, parse_ts(ts), str(model))
         else:
             self.st["cids"] = [*self.st.get("cids", []), rid][-STASH:]

@@ -1,8 +1,9 @@
 """Pure, forgiving access to fields of decoded JSON records.
 
-Agents' formats drift: a field that was a string becomes an object, numbers arrive as
-strings, blocks go missing.  These helpers return a typed default instead of raising, so an
-adapter's happy path stays short and a surprising record never costs the whole line.
+Agents' formats drift: a field that was a string becomes an object, blocks go missing.
+These helpers return a typed default instead of raising, so an adapter's happy path stays
+short and a surprising record never costs the whole line.  Numbers and timestamps are
+checked by ``helixd.core.values`` (token counts there may reject a line).
 """
 
 from __future__ import annotations
@@ -13,22 +14,13 @@ from typing import Any
 import orjson
 
 from helixd.adapters.jsonl import iter_text_blocks
+from helixd.core.values import tokens
 
 
-def as_int(value: Any) -> int:
-    """An integer from an int, float or numeric string (legacy files); 0 otherwise."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            return 0
-    return 0
+def count(obj: Mapping[str, Any], key: str, where: str) -> int:
+    """The token count ``obj[key]`` (``helixd.core.values.tokens``): 0 when absent; raises
+    ``Rejected`` naming ``where.key`` for a value that is not a count."""
+    return tokens(obj.get(key), f"{where}.{key}")
 
 
 def get_str(obj: Mapping[str, Any], key: str) -> str:

@@ -38,7 +38,8 @@ from typing import Any, Final
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.fields import as_int, dump, get_str
+from helixd.adapters.fields import count, dump, get_str
+from helixd.adapters.guard import each_line, guarded
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -47,8 +48,9 @@ from helixd.adapters.toolkinds import (
     shell_command,
     shorten,
 )
-from helixd.core.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
+from helixd.core.records import Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
+from helixd.core.values import record_type
 
 NAME: Final = "gemini"
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
@@ -148,7 +150,9 @@ _PLAIN_KINDS: Final[dict[str, tuple[str, Role]]] = {
 
 class _Recording:
     """Mutable helper for one ``parse`` call: message records are collected (last version
-    of each id wins, first appearance keeps the order) and turned into records at the end."""
+    of each id wins, first appearance keeps the order) and turned into records at the end,
+    each under ``guard.guarded`` (a message that fails is a bad line: its line's offset and
+    length, or its position and 0 inside a whole document)."""
 
     def __init__(self, chunk: Chunk, state: Mapping[str, Any]) -> None:
         self.rel = chunk.ctx.rel
@@ -157,15 +161,21 @@ class _Recording:
         self.prev: str | None = state.get("prev")
         self.model: str | None = state.get("model")
         self.info: dict[str, Any] = {}
-        self.entries: dict[str, tuple[int, str, Mapping[str, Any]]] = {}
+        self.entries: dict[str, tuple[int, int, str, Mapping[str, Any]]] = {}
+        self.length = 0  # of the line being collected
         self.out = Parsed(consumed=0, state={})
         self.uid = ""
 
     # -- collecting ------------------------------------------------------------------------
+    def line(self, offset: int, raw: bytes) -> None:
+        obj, _repaired = jsonl.decode(raw)
+        self.length = len(raw)
+        self.record(offset, obj)
+
     def record(self, offset: int, obj: Mapping[str, Any]) -> None:
         """One JSONL line: a rewind marker, a ``$set`` patch, a message or the header."""
         if isinstance(obj.get("$rewindTo"), str):
-            self.entries[f"rewind@{offset}"] = (offset, "rewind", obj)
+            self.entries[f"rewind@{offset}"] = (offset, self.length, "rewind", obj)
         elif isinstance(obj.get("$set"), dict):
             self.meta(offset, obj["$set"])
         elif isinstance(obj.get("id"), str) or ("type" in obj and "content" in obj):
@@ -199,12 +209,13 @@ class _Recording:
                     self.message(offset, msg, f"@{offset}.{i}")
 
     def message(self, offset: int, msg: Mapping[str, Any], fallback_key: str) -> None:
-        mtype = msg.get("type")
+        mtype = record_type(msg.get("type"))
         if mtype not in MESSAGE_TYPES:
             self.unknown(mtype)
             return
         mid = msg.get("id")
-        self.entries[mid if isinstance(mid, str) and mid else fallback_key] = (offset, "msg", msg)
+        key = mid if isinstance(mid, str) and mid else fallback_key
+        self.entries[key] = (offset, self.length, "msg", msg)
 
     def note_ts(self, ts: int | None) -> None:
         if ts is not None:
@@ -246,12 +257,12 @@ class _Recording:
     def finish(self, consumed: int, lines: int) -> Parsed:
         native = self.sid or self.fallback
         self.uid = f"{NAME}:{native}"
-        for key, (offset, what, obj) in self.entries.items():
+        for key, (offset, length, what, obj) in self.entries.items():
             if what == "rewind":
                 text = "rewind to " + get_str(obj, "$rewindTo")
                 self.emit(key, "lifecycle", (None, offset), "system", text)
             else:
-                self.emit_message(key, offset, obj)
+                guarded(self, offset, length, self.emit_entry, key, offset, obj)
         out = self.out
         if out.events or out.usage or self.info or self.sid:
             parent_uid = f"{NAME}:{self.parent}" if self.parent else None
@@ -263,6 +274,15 @@ class _Recording:
         return Parsed(
             consumed, state, out.sessions, out.events, out.usage, out.bad, out.unknown_types, lines
         )
+
+    def emit_entry(self, mid: str, offset: int, msg: Mapping[str, Any]) -> None:
+        """``emit_message``, leaving the chain and the model as they were if it fails."""
+        prev, model = self.prev, self.model
+        try:
+            self.emit_message(mid, offset, msg)
+        except Exception:
+            self.prev, self.model = prev, model
+            raise
 
     def emit_message(self, mid: str, offset: int, msg: Mapping[str, Any]) -> None:
         mtype = str(msg.get("type"))
@@ -286,7 +306,7 @@ class _Recording:
         if isinstance(msg.get("model"), str) and msg["model"]:
             self.model = msg["model"]
         tokens = msg.get("tokens")
-        out_tokens = self.usage(mid, tokens, at[0]) if isinstance(tokens, dict) else 0
+        out_tokens = self.usage(mid, tokens, at) if isinstance(tokens, dict) else 0
         thoughts = msg.get("thoughts")
         notes = [
             ": ".join(x for x in (get_str(t, "subject"), get_str(t, "description")) if x)
@@ -307,9 +327,10 @@ class _Recording:
             if isinstance(call, dict):
                 self.tool(f"{mid}#call:{get_str(call, 'id') or i}", call, at)
 
-    def usage(self, mid: str, tokens: Mapping[str, Any], ts: int | None) -> int:
-        inp, out, cached = (as_int(tokens.get(k)) for k in ("input", "output", "cached"))
-        thoughts, tool, total = (as_int(tokens.get(k)) for k in ("thoughts", "tool", "total"))
+    def usage(self, mid: str, tokens: Mapping[str, Any], at: tuple[int | None, int]) -> int:
+        inp, out, cached = (count(tokens, k, "tokens") for k in ("input", "output", "cached"))
+        thoughts, tool = (count(tokens, k, "tokens") for k in ("thoughts", "tool"))
+        total = count(tokens, "total", "tokens")
         if not (inp or out or cached or thoughts or tool):
             return 0
         # cached is part of input unless the total shows it was counted on top of it.
@@ -319,7 +340,7 @@ class _Recording:
             UsageFact(
                 dedup_key=f"{NAME}:{self.sid or self.fallback}:{mid}",
                 session_uid=self.uid,
-                ts=ts,
+                ts=at[0],
                 model=self.model or "unknown",
                 input_tokens=fresh + tool,
                 output_tokens=out + thoughts,
@@ -327,6 +348,7 @@ class _Recording:
                 reasoning_tokens=thoughts,
                 rank=self.rel,
                 replace=True,
+                offset=at[1],
             )
         )
         return out + thoughts
@@ -405,22 +427,14 @@ def _parse_document(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         if isinstance(mid, str) and mid:
             found = data.find(b'"' + mid.encode("utf-8", "replace") + b'"', pos)
             pos = found if found >= 0 else pos
-        run.message(chunk.base + pos, msg, f"@{i}")
+        guarded(run, chunk.base + pos, 0, run.message, chunk.base + pos, msg, f"@{i}")
     return run.finish(len(data), 1)
 
 
 def _parse_lines(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
-    lines, consumed = jsonl.frame(chunk.data, chunk.at_eof)
     run = _Recording(chunk, state)
-    for rel_offset, raw in lines:
-        offset = chunk.base + rel_offset
-        try:
-            obj, _repaired = jsonl.decode(raw)
-        except jsonl.LineError as exc:
-            run.out.bad.append(BadLine(offset, len(raw), str(exc)))
-            continue
-        run.record(offset, obj)
-    return run.finish(consumed, len(lines))
+    consumed, lines = each_line(chunk, run, run.line)
+    return run.finish(consumed, lines)
 
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:

@@ -43,8 +43,9 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.fields import as_int, dump, get_dict, get_str
+from helixd.adapters.fields import count, dump, get_dict, get_str
 from helixd.adapters.grok_summary import NAME, first_str, parse_summary, session_of, summary_model
+from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -53,8 +54,9 @@ from helixd.adapters.toolkinds import (
     shell_command,
     shorten,
 )
-from helixd.core.records import BadLine, Event, Parsed, Role, SessionInfo, UsageFact
+from helixd.core.records import Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
+from helixd.core.values import record_type
 
 VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
 BODY_LIMIT: Final = 64 * 1024
@@ -77,6 +79,7 @@ _LIFECYCLE = """plan current_mode_update session_info_update compaction_checkpoi
 LIFECYCLE_UPDATES: Final = frozenset(_LIFECYCLE.split())
 QUIET_UPDATES: Final = frozenset({"available_commands_update", "config_option_update"})
 EDIT_KINDS: Final = frozenset({"edit", "delete", "move"})
+_USAGE_KEYS: Final = ("inputTokens", "outputTokens", "cachedReadTokens", "reasoningTokens")
 # events.jsonl types named in the design spec §2.3; others are kept and counted as unknown.
 EVENT_TYPES: Final = frozenset({"turn_started", "loop_started"})
 _ROWS = ("system", "user", "assistant", "reasoning", "tool_result", "backend_tool_call")
@@ -245,9 +248,9 @@ class _Run:
         meta = get_dict(params, "_meta")
         at = (parse_ts(meta.get("agentTimestampMs")) or parse_ts(obj.get("timestamp")), offset)
         self.note_ts(at[0])
-        kind = upd.get("sessionUpdate")
+        kind = record_type(upd.get("sessionUpdate"), "sessionUpdate")
         if isinstance(upd.get("usage"), dict):
-            self.usage(upd, meta, at[0])
+            self.usage(upd, meta, at)
         if kind in CHUNKS:
             host = get_dict(upd, "_meta").get("hostTurn") or meta.get("hostTurn")
             self.chunk("host" if host else CHUNKS[kind], block_text(upd.get("content")), at)
@@ -302,28 +305,33 @@ class _Run:
             key = f"result:{cid}" if cid else f"result#{self.crc}"
             self.tool_result(key, cid, text, status == "failed", upd.get("content") or raw, at)
 
-    def usage(self, upd: Mapping[str, Any], meta: Mapping[str, Any], ts: int | None) -> None:
+    def usage(
+        self, upd: Mapping[str, Any], meta: Mapping[str, Any], at: tuple[int | None, int]
+    ) -> None:
         usage = get_dict(upd, "usage")
-        self.turns += 1
-        prompt = first_str(upd, "prompt_id", "promptId") or first_str(meta, "promptId")
-        base = f"{NAME}:{self.native}:{prompt or f'turn-{self.turns}'}"
         per_model = {m: u for m, u in get_dict(usage, "modelUsage").items() if isinstance(u, dict)}
         rows: list[tuple[str, Mapping[str, Any]]] = [*per_model.items()]
         rows = rows or [(self.model or self.fallback_model, usage)]
-        for i, (model, counts) in enumerate(rows):
-            cached = as_int(counts.get("cachedReadTokens"))
+        checked = [
+            (model, [count(c, k, "usage") for k in _USAGE_KEYS]) for model, c in rows
+        ]  # every count of the turn first: a bad one rejects the line before anything moves
+        self.turns += 1
+        prompt = first_str(upd, "prompt_id", "promptId") or first_str(meta, "promptId")
+        base = f"{NAME}:{self.native}:{prompt or f'turn-{self.turns}'}"
+        for i, (model, (inp, out, cached, reasoning)) in enumerate(checked):
             self.out.usage.append(
                 UsageFact(
                     dedup_key=base if i == 0 else f"{base}#{model}",
                     session_uid=self.uid,
-                    ts=ts,
+                    ts=at[0],
                     model=model,
-                    input_tokens=max(as_int(counts.get("inputTokens")) - cached, 0),
-                    output_tokens=as_int(counts.get("outputTokens")),
+                    input_tokens=max(inp - cached, 0),
+                    output_tokens=out,
                     cache_read_tokens=cached,
-                    reasoning_tokens=as_int(counts.get("reasoningTokens")),
+                    reasoning_tokens=reasoning,
                     rank=self.rel,
                     replace=True,
+                    offset=at[1],
                 )
             )
         if per_model:
@@ -332,8 +340,8 @@ class _Run:
     # -- events.jsonl -----------------------------------------------------------------------
     def event(self, offset: int, obj: Mapping[str, Any]) -> None:
         """``{ts, type, session_id, turn_number, model_id, …}`` (design spec §2.3)."""
-        rtype = obj.get("type")
-        if not isinstance(rtype, str) or not rtype:
+        rtype = record_type(obj.get("type"))
+        if not rtype:
             self.unknown(rtype)
             return
         if rtype not in EVENT_TYPES:
@@ -353,9 +361,9 @@ class _Run:
     def chat(self, offset: int, obj: Mapping[str, Any]) -> None:
         """One history row (agentsview ``parseGrokChatHistory``): legacy rows have ``role``."""
         self.rows += 1
-        rtype = obj.get("type")
+        rtype = record_type(obj.get("type"))
         if rtype not in CHAT_TYPES:
-            role = obj.get("role")
+            role = record_type(obj.get("role"), "role")
             rtype = "tool_result" if role == "tool" else role
             if rtype not in CHAT_TYPES:
                 self.unknown(obj.get("type"))
@@ -431,17 +439,20 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 def _parse_lines(
     chunk: Chunk, run: _Run, handle: Callable[[int, Mapping[str, Any]], None]
 ) -> Parsed:
-    lines, consumed = jsonl.frame(chunk.data, chunk.at_eof)
-    for rel_offset, raw in lines:
-        offset = chunk.base + rel_offset
-        try:
-            obj, _repaired = jsonl.decode(raw)
-        except jsonl.LineError as exc:
-            run.out.bad.append(BadLine(offset, len(raw), str(exc)))
-            continue
+    def line(offset: int, raw: bytes) -> None:
+        obj, _repaired = jsonl.decode(raw)
         run.crc = f"{zlib.crc32(raw):08x}"  # events are keyed by content, not position
-        handle(offset, obj)
-    return run.finish(consumed, len(lines))
+        kept = (run.open, run.prev, run.turns, run.rows, run.model)
+        try:
+            handle(offset, obj)
+        except Exception:
+            # the guard drops the line's records, an open message closed by it included:
+            # it stays open (and the chain as it was) for the next line to close
+            run.open, run.prev, run.turns, run.rows, run.model = kept
+            raise
+
+    consumed, lines = each_line(chunk, run, line)
+    return run.finish(consumed, lines)
 
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:

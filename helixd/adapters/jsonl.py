@@ -6,13 +6,16 @@ when ``at_eof`` is set and the fragment is a complete JSON object on its own (fi
 files without a final newline, formats.md §11.1).  A newline appended later then shows up
 as an empty line at the start of the next read, which is skipped, so nothing is duplicated.
 
-``decode`` turns one line into a JSON object, tolerating invalid UTF-8 and lone
-surrogates (the line is re-decoded with replacement characters and flagged).
+``decode`` turns one line into a JSON object with one decoder, orjson, and one behaviour:
+what orjson refuses is refused (``NaN``, ``Infinity``, numbers that overflow a double, nesting
+deeper than 1024, duplicate-free garbage …), except text that is not valid UTF-8 or holds
+lone UTF-16 surrogate escapes: that line is repaired (invalid bytes and lone surrogates
+become U+FFFD), parsed again by orjson, and flagged.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -70,42 +73,52 @@ def _is_complete_object(tail: bytes) -> bool:
 def decode(line: bytes) -> tuple[dict[str, Any], bool]:
     """Parse one line into a JSON object; returns ``(obj, repaired)``.
 
-    ``repaired`` is true when the line was not valid UTF-8 and was re-decoded with
-    replacement characters.  Raises ``LineError`` for anything that is not an object.
+    ``repaired`` is true when the line was not valid UTF-8 (or held lone surrogate escapes)
+    and was parsed after replacing those with U+FFFD.  Raises ``LineError`` for anything
+    else orjson refuses and for a value that is not an object.
     """
     repaired = False
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        # Invalid UTF-8 or lone surrogate escapes: orjson refuses both, the stdlib
-        # accepts the replacement-decoded text; strings are then scrubbed deeply.
-        try:
-            obj = _scrub_deep(json.loads(line.decode("utf-8", errors="replace")))
-        except (ValueError, RecursionError):
+        fixed = _repair(line)
+        if fixed is None:
             raise LineError(f"malformed JSON: {exc}") from None
+        try:
+            obj = orjson.loads(fixed)
+        except orjson.JSONDecodeError as again:
+            raise LineError(f"malformed JSON: {again}") from None
         repaired = True
     if not isinstance(obj, dict):
         raise LineError(f"not a JSON object but {type(obj).__name__}")
     return obj, repaired
 
 
-def scrub(text: str) -> str:
-    """Replace lone UTF-16 surrogates, which SQLite and UTF-8 encoders reject."""
+# A JSON escape that matters for surrogates: an escaped backslash (skipped whole, so that
+# ``\\ud800`` stays text), or a \uD800-\uDFFF escape with the low half that may follow it.
+_SURROGATE_ESCAPE = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?|\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _repair(line: bytes) -> bytes | None:
+    """``line`` as valid UTF-8 without lone surrogate escapes, or None when it has neither
+    problem (then the decoder's refusal stands)."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
+        line.decode("utf-8")
+        text = line
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", errors="replace").encode("utf-8")
+    if b"\\u" in text:
+        text = _SURROGATE_ESCAPE.sub(_lone_to_replacement, text)
+    return text if text != line else None
 
 
-def _scrub_deep(value: Any) -> Any:
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, list):
-        return [_scrub_deep(v) for v in value]
-    if isinstance(value, dict):
-        return {scrub(str(k)): _scrub_deep(v) for k, v in value.items()}
-    return value
+def _lone_to_replacement(m: re.Match[bytes]) -> bytes:
+    escape = m.group(0)
+    if escape == b"\\\\" or len(escape) == 12:  # an escaped backslash, a surrogate pair
+        return escape
+    return b"\\ufffd"
 
 
 def iter_text_blocks(content: Any) -> Iterator[str]:

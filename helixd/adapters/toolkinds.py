@@ -8,7 +8,8 @@ from typing import Any, Final
 from ahocorasick_rs import AhoCorasick
 
 from helixd.core.testcommands import test_runner
-from helixd.core.testruns import parse_counts
+from helixd.core.testruns import TestCounts, parse_counts
+from helixd.core.values import bounded
 
 EDIT_TOOLS: Final = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "replace", "edit"}
@@ -197,7 +198,19 @@ def result_signals(
     tests = None
     if text and not rejected and (tool is None or tool in SHELL_TOOLS or tool in DELEGATING_TOOLS):
         tail = text[-SUMMARY_TAIL:]
-        found = parse_counts(text) if _SUMMARY_SEARCH.find_matches_as_indexes(tail) else None
+        found = _counts(text) if _SUMMARY_SEARCH.find_matches_as_indexes(tail) else None
         if found is not None:
             tests = (found.runner, found.passed, found.failed, found.skipped)
     return {"status": status, "tests": tests}
+
+
+def _counts(text: str) -> TestCounts | None:
+    """A test summary's counts, when they are counts (an absurd number in an output is
+    not a summary: ``parse_counts`` would raise on 5,000 digits, SQLite on 20)."""
+    try:
+        found = parse_counts(text)
+    except ValueError:
+        return None
+    if found is None or not bounded(found.passed, found.failed, found.skipped):
+        return None
+    return found

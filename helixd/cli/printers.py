@@ -90,6 +90,9 @@ def print_digest(d: dict[str, Any]) -> None:
             f"  malformed lines {markers['malformed_lines']},"
             f" unknown records {markers['unknown_records']}"
         )
+    for bad in (d.get("bad_lines") or [])[:5]:
+        raw = " ".join((bad.get("raw") or "(raw evicted)").split())[:80]
+        lines.append(f"    bad line @{bad['offset']} ({bad['reason'][:100]}): {raw}")
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
@@ -163,6 +166,11 @@ def print_status(doc: dict[str, Any]) -> None:
         f"  files tracked {st['files']} (gone {st['files_gone']}), lines {st['lines']:,},"
         f" malformed {st['malformed_lines']}, unknown records {st['unknown_records']}"
     )
+    if st.get("malformed_by_agent"):
+        by = ", ".join(f"{a} {n}" for a, n in sorted(st["malformed_by_agent"].items()))
+        click.echo(f"  malformed lines kept raw: {by}; latest:")
+        for bad in st.get("malformed_latest") or []:
+            click.echo(f"    {bad['path']} @{bad['offset']}: {bad['reason'][:120]}")
     for agent, a in sorted(st["agents"].items()):
         click.echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
     lag = doc["ingest_lag"]
@@ -184,14 +192,13 @@ def print_status(doc: dict[str, Any]) -> None:
 def print_sessions(page: Any, tz: Any = None) -> None:
     """A table of sessions: when, uid, repo, messages, cost, title (the agent's, else the
     first prompt), fitted to the terminal's width."""
-    from datetime import datetime
-
     from helixd.cli.textable import render
+    from helixd.core.timeparse import local
 
     rows = []
     for r in page.sessions:
-        ms = r["started_at"]
-        when = datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M") if ms else "-"
+        started = local(r["started_at"], tz)
+        when = started.strftime("%Y-%m-%d %H:%M") if started else "-"
         rows.append(
             [
                 when,

@@ -6,20 +6,21 @@ right under it, its result; edits as diffs; bodies the retention pass dropped ma
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Any, Final
 
 import orjson
 
 from helixd.core.diffs import edit_diff
+from helixd.core.timeparse import local
 
 OUTPUT_LINES: Final = 40  # a tool result's lines shown in text (markdown shows them all)
 _SKIP: Final = frozenset({"lifecycle", "completion"})
 
 
 def _when(ev: dict[str, Any], tz: tzinfo | None) -> str:
-    ts = ev.get("ts")
-    return datetime.fromtimestamp(ts / 1000, tz).strftime("%H:%M:%S") if ts else "--:--:--"
+    at = local(ev.get("ts"), tz)
+    return at.strftime("%H:%M:%S") if at else "--:--:--"
 
 
 def _input(ev: dict[str, Any]) -> Any:
@@ -46,7 +47,7 @@ def _tail_note(ev: dict[str, Any]) -> str:
 
 def header(t: Any, tz: tzinfo | None) -> list[str]:
     s = t.session
-    started = datetime.fromtimestamp(s["started_at"] / 1000, tz) if s["started_at"] else None
+    started = local(s["started_at"], tz)
     when = f"started {started:%Y-%m-%d %H:%M} · " if started else ""
     lines = [
         f"{s['uid']}  ({s['agent']}, {s['repo'] or '?'}, {s['model'] or '?'})",

@@ -107,7 +107,9 @@ class UsageFact:
     (a sortable string: main files before subagent files, then earliest first record).
     ``replace`` facts overwrite an earlier fact with the same key instead of merging by max
     (a retried Grok turn replaces its usage, it never adds).
-    ``cache_write_5m``/``cache_write_1h`` split cache creation by lifetime.
+    ``cache_write_5m``/``cache_write_1h`` split cache creation by lifetime.  ``offset`` is
+    the absolute byte offset of the line the fact was read from (where the store quarantines
+    it, should it refuse the fact; None: not tied to a line).
     """
 
     dedup_key: str
@@ -122,6 +124,7 @@ class UsageFact:
     reasoning_tokens: int = 0
     rank: str = ""
     replace: bool = False
+    offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

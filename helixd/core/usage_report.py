@@ -157,20 +157,33 @@ PERIOD_KEY: Final = {"daily": "date", "weekly": "week", "monthly": "month"}
 
 
 EPOCH: Final = datetime(1970, 1, 1)
+UNKNOWN: Final = "unknown"  # the period of usage whose time is not known (sorts last)
+
+
+def period_key(day: int | None, period: str, week_start: int = 6) -> str:
+    """The report key of a local day number since 1970-01-01; ``UNKNOWN`` for None (usage
+    of unknown time) and for a day no calendar holds."""
+    if day is None:
+        return UNKNOWN
+    try:
+        return period_of(EPOCH + timedelta(days=day), period, week_start)
+    except OverflowError:
+        return UNKNOWN
 
 
 def period_report(
     rows: Iterable[Sequence[Any]], period: str, prices: Prices, week_start: int = 6
 ) -> dict[str, Any]:
     """ccusage's ``daily``/``weekly``/``monthly`` JSON from rows
-    ``(local day number since 1970-01-01, agent, model, *COUNTERS)``."""
-    keys: dict[int, str] = {}
+    ``(local day number since 1970-01-01 or None, agent, model, *COUNTERS)``; usage of
+    unknown time is one ``"unknown"`` entry after the dated ones (never 1970-01-01)."""
+    keys: dict[int | None, str] = {}
     groups: dict[str, dict[str, Counts]] = {}
     agents: dict[str, set[str]] = {}
     for day, agent, model, *c in rows:
         key = keys.get(day)
         if key is None:
-            key = keys[day] = period_of(EPOCH + timedelta(days=day), period, week_start)
+            key = keys[day] = period_key(day, period, week_start)
         per_model = groups.setdefault(key, {})
         _add(per_model.setdefault(model, [0] * len(COUNTERS)), c)
         agents.setdefault(key, set()).add(agent)

@@ -15,6 +15,8 @@ from typing import Final
 _AGO: Final = re.compile(r"(\d+)\s*(m|min|mins|h|hr|hrs|d|day|days|w|wk|wks|week|weeks)")
 _UNIT_S: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 HELP: Final = "7d, 12h, 30m, 2w, today, yesterday, YYYY-MM-DD, YYYYMMDD or ISO-8601"
+FIRST_YEAR: Final = 1970  # a day outside these years is a typo, not a time to report on
+LAST_YEAR: Final = 2999
 
 
 class BadTime(ValueError):
@@ -39,9 +41,12 @@ def parse_day(text: str, now_ms: int, tz: tzinfo | None = None) -> date:
     if re.fullmatch(r"\d{8}", value):
         value = f"{value[:4]}-{value[4:6]}-{value[6:]}"
     try:
-        return date.fromisoformat(value[:10]) if len(value) >= 10 else date.fromisoformat(value)
+        day = date.fromisoformat(value[:10]) if len(value) >= 10 else date.fromisoformat(value)
     except ValueError:
         raise BadTime(f"not a day: {text!r} (use {HELP})") from None
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:
+        raise BadTime(f"{text!r} is outside the years {FIRST_YEAR}-{LAST_YEAR}")
+    return day
 
 
 def parse_when(text: str, now_ms: int, tz: tzinfo | None = None) -> int:
@@ -61,6 +66,8 @@ def parse_when(text: str, now_ms: int, tz: tzinfo | None = None) -> int:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise BadTime(f"not a time: {text!r} (use {HELP})") from None
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        raise BadTime(f"{text!r} is outside the years {FIRST_YEAR}-{LAST_YEAR}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=tz) if tz else moment.astimezone()
     return int(moment.timestamp() * 1000)

@@ -134,10 +134,10 @@ class Control:
             if uid is not None and uid != os.getuid():
                 self.refused += 1
                 log.warning("peer_refused", uid=uid)
-                await _reply(writer, {"ok": False, "error": "permission denied"})
+                await _refuse(reader, writer, "permission denied")
                 return
             if self.connections >= self.max_connections:
-                await _reply(writer, {"ok": False, "error": "busy, retry later"})
+                await _refuse(reader, writer, "busy, retry later")
                 return
             self.connections += 1
             try:
@@ -202,6 +202,17 @@ class Control:
         except Exception as exc:  # a handler bug must not kill the server
             log.error("handler_failed", op=request.op, error=str(exc), exc_info=True)
             return {"ok": False, "error": f"internal error: {type(exc).__name__}"}
+
+
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, why: str) -> None:
+    """Answer a refused peer, then take (and drop) a little of what it sent before closing.
+
+    Closing a Unix socket with unread bytes resets it, and the peer would see
+    "connection reset" instead of the reason: a bounded read lets the answer arrive.
+    """
+    await _reply(writer, {"ok": False, "error": why})
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(reader.read(1 << 16), 0.5)
 
 
 async def _reply(writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:

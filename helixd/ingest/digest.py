@@ -13,8 +13,9 @@ outcome_confidence, usage (the token split),
 parent_uid, subagents, subagent_cost, cost_with_subagents, source, price_table_date,
 tool_calls {total, by_status, duration_ms_p50, duration_ms_max}, test_runs {total, by_status,
 last}, files {operations, paths, lines_added, lines_removed, by_language}; each error
-snippet's ``first_seq``.  The signals themselves (with their event pointers) are saved beside
-the digest (``helixd.core.signals``).
+snippet's ``first_seq``; bad_lines (the first quarantined lines of its files: path, offset,
+length, reason and the first bytes of the line, kept raw).  The signals themselves (with
+their event pointers) are saved beside the digest (``helixd.core.signals``).
 """
 
 from __future__ import annotations
@@ -232,6 +233,7 @@ def build(
             "source_files": problems["files"],
             "source_files_gone": problems["files_gone"],
         },
+        "bad_lines": facts.get("bad_lines", []),
         "first_prompt": _snip(first[1] or first[0]) if first else "",
         "last_assistant": _snip(last[1] or last[0]) if last else "",
         "error_snippets": _errors(sig.markers),

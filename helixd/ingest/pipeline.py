@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
 from helixd.adapters import Chunk, FileContext
+from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.stats import IngestStats
@@ -135,7 +136,10 @@ class _Writer:
                 group.append(more)
                 size += len(more[0].raw)
             for _, prepared in group:
-                await prepared
+                try:
+                    await prepared
+                except Exception:  # the write prepares it again and quarantines what fails
+                    pass  # (helixd/store/salvage.py)
             await self.store.commit_many([batch for batch, _ in group])
 
     async def put(self, batch: Batch) -> None:
@@ -315,6 +319,7 @@ class Ingestor:
                     item.redacted.cancel()
             await reads.close()
             await writer.close()
+        stats.bad_lines += self.store.take_refused_lines()  # quarantined by the store
         for path in gone:
             if await self.store.mark_gone(path):
                 stats.files_gone += 1
@@ -459,7 +464,8 @@ class Ingestor:
         assert item.redacted is not None
         redacted, secrets = await item.redacted
         src = run.src
-        parsed = src.adapter.parse(Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state)
+        chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
+        parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises is a bad line
         if parsed.consumed < len(redacted):
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:

@@ -26,6 +26,7 @@ import structlog
 import zstandard
 
 from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.sources.gate import Refused, Source
 from helixd.sources.tailer import masked_sidecar
@@ -107,7 +108,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
             continue
         data = carry + dctx.decompress(data_z, max_output_size=max(end - start, 1) + 1)
         base = start - len(carry)
-        parsed = adapter.parse(Chunk(data, base, last, ctx), state)
+        parsed = parse_total(adapter, Chunk(data, base, last, ctx), state)
         carry = data[parsed.consumed :]
         state = parsed.state
         parsed_bytes += parsed.consumed
@@ -119,6 +120,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
                 parsed=parsed,
                 replace_events=whole,
                 replay=True,
+                source=data[: parsed.consumed],
             )
         )
     # The file's own cursor last (its current generation's state: an empty state when that

@@ -163,6 +163,12 @@ class Store:
         """Write several batches, each with its cursor, in one transaction."""
         return await self.run(self._writer.commit_many, batches, now_ms())
 
+    def take_refused_lines(self) -> int:
+        """Lines the store quarantined (a value it refused) since the last call: call it
+        once the commits are done."""
+        n, self._writer.refused_lines = self._writer.refused_lines, 0
+        return n
+
     async def mark_ended(self, uid: str) -> bool:
         """Record a session-end signal for ``uid``; False if unknown or already ended."""
         return await self.run(self._writer.mark_ended, uid, now_ms())

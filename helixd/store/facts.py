@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from helixd.core.signals import SIGNAL_KINDS
+from helixd.store import badlines
 from helixd.store.reader import SESSION_COLS, session_row
 
 TAIL: Final = 20
@@ -84,6 +85,7 @@ def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[
             "subagent_usage": usage_dict(_ZERO),
             "tail": {"kinds": [], "errors": []},
             "problems": _no_problems(),
+            "bad_lines": [],
         }
     _scan_events(con, facts)
     _usage(con, facts)
@@ -94,6 +96,8 @@ def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[
         f" FROM files WHERE {_WANT} GROUP BY 1"
     ):
         facts[sid]["problems"] = dict(zip(_PROBLEMS, counts, strict=True))
+    for sid, lines in badlines.of_sessions(con, "SELECT id FROM temp.want").items():
+        facts[sid]["bad_lines"] = lines
     return facts
 
 

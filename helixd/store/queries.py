@@ -13,6 +13,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
 
+from helixd.core.values import TS_MAX_MS, TS_MIN_MS
+
+# Usage of unknown time (ts NULL) is summed in bucket 0 and reported as "unknown"; the
+# window of known times in buckets and hours (an older store may hold impossible times).
+KNOWN_BUCKETS: Final = (TS_MIN_MS // 900_000, TS_MAX_MS // 900_000)
+KNOWN_HOURS: Final = (TS_MIN_MS // 3_600_000, TS_MAX_MS // 3_600_000)
 _SUMS: Final = (
     "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
     " sum({p}cache_write_1h), sum({p}reasoning), {n}"
@@ -67,7 +73,8 @@ def session_filter(
 def bucket_span(con: sqlite3.Connection) -> tuple[int, int] | None:
     """The first and last 15-minute bucket with usage (timestamps known)."""
     row = con.execute(
-        "SELECT min(bucket), max(bucket) FROM usage_buckets WHERE bucket > 0"
+        "SELECT min(bucket), max(bucket) FROM usage_buckets WHERE bucket >= ? AND bucket < ?",
+        KNOWN_BUCKETS,
     ).fetchone()
     return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
 
@@ -83,7 +90,8 @@ def usage_by_day(
 ) -> list[tuple[Any, ...]]:
     """``(local day number, agent, model, *counters)``: whole local days summed here, with
     the zone's UTC offset per bucket range given as ``segments`` (``[(until, offset_s)]``,
-    the last ``until`` None), so the answer is a few hundred rows whatever the history."""
+    the last ``until`` None), so the answer is a few hundred rows whatever the history.
+    The day is None for usage of unknown time (left out when the days are bounded)."""
     where: list[str] = []
     params: list[Any] = []
     cases = []
@@ -94,12 +102,10 @@ def usage_by_day(
     day = f"(b.bucket * 900 + CASE {' '.join(cases)} ELSE ? END) / 86400"
     if not cases:
         day = "(b.bucket * 900 + ?) / 86400"
-    if lo_bucket is not None:
-        where.append("b.bucket >= ?")
-        params.append(lo_bucket)
-    if hi_bucket is not None:
-        where.append("b.bucket < ?")
-        params.append(hi_bucket)
+    day = (
+        f"CASE WHEN b.bucket >= {KNOWN_BUCKETS[0]} AND b.bucket < {KNOWN_BUCKETS[1]} THEN {day} END"
+    )
+    _bucket_range(where, params, "b.bucket", lo_bucket, hi_bucket, KNOWN_BUCKETS)
     if model:
         where.append("(b.model = ? OR substr(b.model, 1, ?) = ?)")
         params.extend([model, len(model) + 1, model + "-"])
@@ -159,12 +165,10 @@ def usage_by_day_hourly(
     day = f"(h.hour * 3600 + CASE {' '.join(cases)} ELSE ? END) / 86400"
     if not cases:
         day = "(h.hour * 3600 + ?) / 86400"
-    if lo_bucket is not None:
-        where.append("h.hour >= ?")
-        params.append(lo_bucket // 4)
-    if hi_bucket is not None:
-        where.append("h.hour < ?")
-        params.append(hi_bucket // 4)
+    day = f"CASE WHEN h.hour >= {KNOWN_HOURS[0]} AND h.hour < {KNOWN_HOURS[1]} THEN {day} END"
+    lo_hour = None if lo_bucket is None else lo_bucket // 4
+    hi_hour = None if hi_bucket is None else hi_bucket // 4
+    _bucket_range(where, params, "h.hour", lo_hour, hi_hour, KNOWN_HOURS)
     if model:
         where.append("(h.model = ? OR substr(h.model, 1, ?) = ?)")
         params.extend([model, len(model) + 1, model + "-"])
@@ -191,12 +195,7 @@ def usage_by_session(
     """``(uid, agent, repo, parent_uid, started_at, ended_at, model, *counters)``."""
     where: list[str] = []
     params: list[Any] = []
-    if lo_bucket is not None:
-        where.append("b.bucket >= ?")
-        params.append(lo_bucket)
-    if hi_bucket is not None:
-        where.append("b.bucket < ?")
-        params.append(hi_bucket)
+    _bucket_range(where, params, "b.bucket", lo_bucket, hi_bucket, KNOWN_BUCKETS)
     if model:
         where.append("(b.model = ? OR substr(b.model, 1, ?) = ?)")
         params.extend([model, len(model) + 1, model + "-"])
@@ -208,6 +207,23 @@ def usage_by_session(
         + " GROUP BY b.session_id, b.model"
     )
     return con.execute(sql, params).fetchall()
+
+
+def _bucket_range(
+    where: list[str],
+    params: list[Any],
+    column: str,
+    lo: int | None,
+    hi: int | None,
+    known: tuple[int, int],
+) -> None:
+    """``lo <= column < hi``; bounded either way, usage of unknown time is left out."""
+    if lo is None and hi is None:
+        return
+    where.append(f"{column} >= ? AND {column} < ?")
+    params.extend(
+        [max(lo, known[0]) if lo is not None else known[0], hi if hi is not None else known[1]]
+    )
 
 
 def usage_records(

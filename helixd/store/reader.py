@@ -9,6 +9,7 @@ import aiosqlite
 import orjson
 
 from helixd.core.records import Cursor
+from helixd.store import badlines
 from helixd.store.queries import DIGEST_DUE
 
 _CURSOR_COLS: Final = (
@@ -243,6 +244,11 @@ async def status_facts(db: aiosqlite.Connection) -> dict[str, Any]:
     summary["unknown_records"] = (
         await _one(db, "SELECT coalesce(sum(unknown_records), 0) FROM files", ())
     )[0]
+    summary["malformed_by_agent"] = dict(await _all(db, badlines.BY_AGENT_SQL, ()))
+    summary["malformed_latest"] = [
+        {"agent": a, "path": p, "offset": o, "length": n, "reason": r}
+        for a, p, o, n, r in await _all(db, badlines.LATEST_SQL, (5,))
+    ]
     if await _one(db, "SELECT 1 FROM sqlite_master WHERE name = 'data_loss'", ()):
         loss = await _one(
             db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM data_loss", ()

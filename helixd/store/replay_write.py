@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from helixd.store.salvage import refused_value, write_batch_total
 from helixd.store.writer import Batch, Writer
 
 
@@ -24,20 +25,31 @@ def replay(
     lines were read.  The group must still be what was read: if an ingest moved one of its
     files or added a file holding events of its sessions, or an eviction dropped raw lines
     meanwhile, nothing is written and False is returned (retry later)."""
-    for batch in batches:
-        batch.prepare()
-    w.begin()
     try:
-        if not _unchanged(w.con, session_ids, expect):
-            w.con.execute("ROLLBACK")
-            return False
-        _clear(w, session_ids, [e[0] for e in expect])
-        for batch in batches:
+        return w.transaction(lambda: _rebuild(w, session_ids, expect, batches, now, False))
+    except Exception as exc:
+        if not refused_value(exc):
+            raise
+    # the store refused a value: again, quarantining what it refuses (helixd/store/salvage.py)
+    return w.transaction(lambda: _rebuild(w, session_ids, expect, batches, now, True))
+
+
+def _rebuild(
+    w: Writer,
+    session_ids: Sequence[int],
+    expect: Sequence[tuple[int, int, int, int]],
+    batches: Sequence[Batch],
+    now: int,
+    salvage: bool,
+) -> bool:
+    if not _unchanged(w.con, session_ids, expect):
+        return False  # (nothing written yet: committing the empty transaction is harmless)
+    _clear(w, session_ids, [e[0] for e in expect])
+    for batch in batches:
+        if salvage:
+            write_batch_total(w, batch, now)
+        else:
             w.write_batch(batch, now)
-        w.commit_transaction()
-    except BaseException:
-        w.con.execute("ROLLBACK")
-        raise
     return True
 
 

@@ -21,6 +21,67 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from helixd.core.values import MAX_TOKENS, TS_MAX_MS, TS_MIN_MS
+
+# Times no agent wrote (helixd/core/values.py): before 1990 or years ahead of the clock.
+_OUT_OF_WINDOW: Final = f"{{col}} < {TS_MIN_MS} OR {{col}} >= {TS_MAX_MS}"
+_NOW_MS: Final = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+
+def _unknown_times() -> str:
+    """m007: rows an older Helix stored with impossible times get *unknown time* (NULL),
+    as ingest gives them now; usage facts with a counter no response has (negative, beyond
+    ``MAX_TOKENS``), whose lines ingest now quarantines, go (the delete trigger takes them
+    out of the rollups); the usage rollups are rebuilt when a fact moved, and the sessions
+    concerned are analyzed again."""
+    out = _OUT_OF_WINDOW
+    counters = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "reasoning")
+    no_count = " OR ".join(f"{c} < 0 OR {c} > {MAX_TOKENS}" for c in counters)
+    null = "\n".join(
+        f"UPDATE {table} SET {col} = NULL WHERE {out.format(col=col)};"
+        for table, col in (
+            ("sessions", "started_at"),
+            ("sessions", "ended_at"),
+            ("events", "ts"),
+            ("search_docs", "ts"),
+            ("tool_calls", "ts"),
+            ("test_runs", "ts"),
+            ("file_operations", "ts"),
+        )
+    )
+    return f"""
+        CREATE TEMP TABLE m007_sessions (id INTEGER PRIMARY KEY);
+        INSERT OR IGNORE INTO temp.m007_sessions SELECT session_id FROM usage WHERE {no_count};
+        DELETE FROM usage WHERE {no_count};
+        INSERT OR IGNORE INTO temp.m007_sessions SELECT id FROM sessions
+            WHERE {out.format(col="started_at")} OR {out.format(col="ended_at")};
+        INSERT OR IGNORE INTO temp.m007_sessions
+            SELECT DISTINCT session_id FROM events WHERE {out.format(col="ts")};
+        CREATE TEMP TABLE m007_usage AS SELECT key, session_id FROM usage
+            WHERE {out.format(col="ts")};
+        INSERT OR IGNORE INTO temp.m007_sessions SELECT session_id FROM temp.m007_usage;
+        {null}
+        UPDATE usage SET ts = NULL WHERE key IN (SELECT key FROM temp.m007_usage);
+        DELETE FROM usage_buckets WHERE EXISTS (SELECT 1 FROM temp.m007_usage);
+        INSERT INTO usage_buckets
+            SELECT coalesce(ts, 0) / 900000, session_id, model, count(*), sum(input),
+                sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h),
+                sum(reasoning)
+            FROM usage WHERE EXISTS (SELECT 1 FROM temp.m007_usage) GROUP BY 1, 2, 3;
+        DELETE FROM usage_hours WHERE EXISTS (SELECT 1 FROM temp.m007_usage);
+        INSERT INTO usage_hours
+            SELECT coalesce(u.ts, 0) / 3600000, s.agent, u.model, count(*), sum(u.input),
+                sum(u.output), sum(u.cache_read), sum(u.cache_write_5m), sum(u.cache_write_1h),
+                sum(u.reasoning)
+            FROM usage u JOIN sessions s ON s.id = u.session_id
+            WHERE EXISTS (SELECT 1 FROM temp.m007_usage) GROUP BY 1, 2, 3;
+        UPDATE sessions SET changed_at = {_NOW_MS}
+            WHERE id IN (SELECT id FROM temp.m007_sessions);
+        DROP TABLE temp.m007_sessions;
+        DROP TABLE temp.m007_usage;
+        """
+
+
 MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
         "m001_initial",
@@ -383,6 +444,27 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         INSERT OR REPLACE INTO meta (key, value)
             SELECT 'event_id_floor', max(coalesce((SELECT max(id) FROM events), 0),
                 coalesce((SELECT max(id) FROM search_docs), 0));
+        """,
+    ),
+    ("m007_unknown_times", _unknown_times()),
+    (
+        "m008_parent_links",
+        f"""
+        -- A parent's digest lists its subagents and sums their spend: a session linked to a
+        -- parent, or moved to another, has both parents analyzed again (the writer does the
+        -- same when a subagent's usage changes).
+        CREATE TRIGGER sessions_parent_linked AFTER INSERT ON sessions
+        WHEN NEW.parent_uid IS NOT NULL
+        BEGIN
+            UPDATE sessions SET changed_at = coalesce(NEW.changed_at, {_NOW_MS})
+            WHERE uid = NEW.parent_uid;
+        END;
+        CREATE TRIGGER sessions_reparented AFTER UPDATE OF parent_uid ON sessions
+        WHEN OLD.parent_uid IS NOT NEW.parent_uid
+        BEGIN
+            UPDATE sessions SET changed_at = coalesce(NEW.changed_at, {_NOW_MS})
+            WHERE uid IN (OLD.parent_uid, NEW.parent_uid);
+        END;
         """,
     ),
 )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from helixd.store import badlines
 from helixd.store.evict import tier1_bytes
 from helixd.store.queries import BUCKET_SUMS, session_filter
 
@@ -187,6 +188,11 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
         "unknown_records": files[5],
         "files_gone": files[6],
         "digests": con.execute("SELECT count(*) FROM digests").fetchone()[0],
+        "malformed_by_agent": dict(con.execute(badlines.BY_AGENT_SQL).fetchall()),
+        "malformed_latest": [
+            {"agent": a, "path": p, "offset": o, "length": n, "reason": r}
+            for a, p, o, n, r in con.execute(badlines.LATEST_SQL, (5,)).fetchall()
+        ],
     }
     loss = con.execute("SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM data_loss")
     n, b, at = loss.fetchone()

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
-from helixd.core.records import Parsed
+from helixd.core.records import UsageFact
 from helixd.store.keys import IN_CHUNK, key64
 
 _UPSERT_USAGE: Final = """
@@ -45,13 +45,14 @@ class UsageWriter:
         self.con = con
         self._agent_of: dict[int, str] = {}  # a session's agent never changes
 
-    def write(self, p: Parsed, ids: dict[str, int]) -> None:
+    def write(self, usage: Sequence[UsageFact], ids: dict[str, int]) -> set[int]:
         """Merging facts take the max of each counter; replacing facts (``replace=True``)
         overwrite, in order, so the last one of a batch wins.  Merging facts that share a key
         inside the batch (the streamed lines of one response) are merged here first, by the
-        same rule as the upsert, so each response costs one statement."""
+        same rule as the upsert, so each response costs one statement.  Returns the sessions
+        whose usage changed (credit moved away included)."""
         merged: dict[int, list[Any]] = {}
-        for u in p.usage:
+        for u in usage:
             if u.replace:
                 continue
             key = key64(u.dedup_key)
@@ -76,7 +77,7 @@ class UsageWriter:
                 old[1], old[2], old[3] = row[1], row[2], row[3]
             for i in range(5, 11):
                 old[i] = max(old[i], row[i])
-        keys = [*merged, *(key64(u.dedup_key) for u in p.usage if u.replace)]
+        keys = [*merged, *(key64(u.dedup_key) for u in usage if u.replace)]
         before = self._usage_rows(keys)
         if merged:
             self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
@@ -94,12 +95,12 @@ class UsageWriter:
                 u.cache_write_1h_tokens,
                 u.reasoning_tokens,
             )
-            for u in p.usage
+            for u in usage
             if u.replace
         ]
         if replacing:
             self.con.executemany(_REPLACE_USAGE, replacing)
-        self._roll_up(before, self._usage_rows(keys))
+        return self._roll_up(before, self._usage_rows(keys))
 
     def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """``{key: (session_id, ts, model, counters…)}`` of the stored facts among ``keys``."""
@@ -117,7 +118,7 @@ class UsageWriter:
 
     def _roll_up(
         self, before: dict[int, tuple[Any, ...]], after: dict[int, tuple[Any, ...]]
-    ) -> None:
+    ) -> set[int]:
         """Keep the usage summary tables exact: subtract what a fact was, add what it is now
         (a fact's credit, time or counters can change on upsert), summed per 15-minute bucket
         x session x model and per hour x agent x model — one statement per touched row of
@@ -125,6 +126,7 @@ class UsageWriter:
         buckets: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0] * 7)
         hours: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0] * 7)
         agents = self._agents({r[0] for r in (*before.values(), *after.values())})
+        changed: set[int] = set()
         for key in before.keys() | after.keys():
             old, new = before.get(key), after.get(key)
             if old == new:
@@ -132,7 +134,9 @@ class UsageWriter:
             for row, sign in ((old, -1), (new, 1)):
                 if row is None:
                     continue
+                # a fact of unknown time (ts NULL) is summed in bucket 0, shown as "unknown"
                 sid, ts, model = row[0], row[1] or 0, row[2]
+                changed.add(sid)
                 for target in (
                     buckets[(ts // 900_000, sid, model)],
                     hours[(ts // 3_600_000, agents[sid], model)],
@@ -161,6 +165,11 @@ class UsageWriter:
                 f"DELETE FROM {table} WHERE responses = 0 AND {a} = ? AND {b} = ? AND {c} = ?",
                 [k for k, v in rows.items() if v[0] < 0],
             )
+        return changed
+
+    def forget(self) -> None:
+        """Drop what was learned inside a rolled-back savepoint (session ids can be reused)."""
+        self._agent_of.clear()
 
     def _agents(self, session_ids: set[int]) -> dict[int, str]:
         missing = [i for i in session_ids if i not in self._agent_of]

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 import zstandard
 
-from helixd.core.records import Cursor, Event, Parsed, SessionInfo
+from helixd.core.records import BadLine, Cursor, Event, Parsed, SessionInfo, UsageFact
 from helixd.core.signals import Signals
 from helixd.store.keys import IN_CHUNK, key64
 from helixd.store.search_write import SearchIndexWriter, search_doc
@@ -28,6 +28,7 @@ from helixd.store.signals_write import replace_signals
 from helixd.store.usage_write import UsageWriter
 
 RAW_LEVEL: Final = 3
+T = TypeVar("T")
 MESSAGE_KINDS: Final = frozenset({"user_msg", "assistant_msg"})
 _NO_TESTS: Final = (None, None, None, None)
 
@@ -48,6 +49,7 @@ class Batch:
     rows: list[Prepared] | None = None
     replay: bool = False  # re-normalization: records from stored raw lines, raw untouched
     sidecar: bytes | None = None  # the companion file's bytes the adapter was given
+    source: bytes = b""  # re-normalization: the bytes parsed (``raw`` is not rewritten)
 
     def prepare(self) -> None:
         """Off the store's thread (which is the ingest's critical path): compress the raw
@@ -57,6 +59,15 @@ class Batch:
             self.raw_z = zstandard.ZstdCompressor(level=RAW_LEVEL).compress(self.raw)
         if self.rows is None:
             self.rows = [prepare_event(ev) for ev in self.parsed.events]
+
+    def line_length(self, offset: int) -> int:
+        """The length of the source line at ``offset`` (0 when the bytes are not at hand)."""
+        data = self.raw or self.source
+        at = offset - self.start
+        if not 0 <= at < len(data):
+            return 0
+        end = data.find(b"\n", at)
+        return (end if end >= 0 else len(data)) - at
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
@@ -115,6 +126,15 @@ def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
     return merged
 
 
+def batch_owner(events: Sequence[Event], usage: Sequence[UsageFact]) -> str | None:
+    """The session a batch's file belongs to: that of its first record."""
+    return events[0].session_uid if events else usage[0].session_uid if usage else None
+
+
+def record_uids(events: Iterable[Event], usage: Iterable[UsageFact]) -> set[str]:
+    return {e.session_uid for e in events} | {u.session_uid for u in usage}
+
+
 _UPSERT_SESSION: Final = """
 INSERT INTO sessions (uid, agent, native_id, parent_uid, cwd, repo, git_branch, model, title,
     version, agent_type, started_at, ended_at, ended, adapter_version, source_path,
@@ -139,7 +159,7 @@ ON CONFLICT (uid) DO UPDATE SET
     source_path = coalesce(source_path, excluded.source_path),
     ingested_at = excluded.ingested_at,
     changed_at = excluded.changed_at
-RETURNING id, next_seq
+RETURNING id, next_seq, parent_uid
 """
 
 _EVENT_CONTENT: Final = (
@@ -182,9 +202,12 @@ class Writer:
         self.search = SearchIndexWriter(con)
         self.next_id = 0
         self.first_id = 0
+        self.parents: dict[int, str | None] = {}  # of the sessions upserted in this transaction
+        self.refused_lines = 0  # lines quarantined because the store refused a value of theirs
 
     def begin(self) -> None:
         self.con.execute("BEGIN IMMEDIATE")
+        self.parents.clear()
         row = self.con.execute(
             "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
             " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0))",
@@ -206,29 +229,85 @@ class Writer:
 
     def commit_many(self, batches: Sequence[Batch], now: int) -> list[int]:
         """Several batches (each with its cursor) in one transaction: many small files cost
-        one commit, and a crash still leaves each batch's records and cursor together."""
-        for batch in batches:
-            batch.prepare()
+        one commit, and a crash still leaves each batch's records and cursor together.
+
+        Should the store refuse a value, the transaction is rolled back and written again
+        with each batch in a savepoint, the records it refuses quarantined
+        (``salvage.write_batch_total``); savepoints cost every page written twice, so the
+        first try goes without."""
+        from helixd.store.salvage import refused_value, write_batch_total
+
+        try:
+            return self.transaction(lambda: [self.write_batch(batch, now) for batch in batches])
+        except Exception as exc:
+            if not refused_value(exc):
+                raise
+        return self.transaction(lambda: [write_batch_total(self, b, now) for b in batches])
+
+    def transaction(self, work: Callable[[], T]) -> T:
+        """``work()`` in one ``BEGIN IMMEDIATE`` transaction, rolled back whole if it raises."""
         self.begin()
         try:
-            ids = [self.write_batch(batch, now) for batch in batches]
+            result = work()
             self.commit_transaction()
         except BaseException:
             self.con.execute("ROLLBACK")
+            self.usage.forget()  # session ids created in the transaction can come again
             raise
-        return ids
+        return result
 
     def write_batch(self, batch: Batch, now: int) -> int:
+        """Records, raw bytes, bad lines and cursor of one batch (inside a transaction)."""
         c, p = batch.cursor, batch.parsed
-        file_id = self._upsert_file(c, now, batch.replay)
-        own_uid = (
-            p.events[0].session_uid if p.events else p.usage[0].session_uid if p.usage else None
-        )
-        ids = self._upsert_sessions(p, c, own_uid, now)
-        assert batch.rows is not None, "Batch.prepare() runs before a batch is written"
-        self._insert_events(batch.rows, ids, file_id, now, batch.replace_events)
-        if p.usage:
-            self.usage.write(p, ids)
+        batch.prepare()
+        assert batch.rows is not None
+        file_id = self.upsert_file(c, now, batch.replay)
+        own_uid = batch_owner(p.events, p.usage)
+        ids = self.upsert_sessions(p.sessions, record_uids(p.events, p.usage), c, own_uid, now)
+        self.write_records(batch.rows, p.usage, ids, file_id, now, batch.replace_events)
+        self.write_file_part(batch, file_id, ids.get(own_uid) if own_uid else None, p.bad, now)
+        return file_id
+
+    def write_records(
+        self,
+        rows: Sequence[Prepared],
+        usage: Sequence[UsageFact],
+        ids: dict[str, int],
+        file_id: int,
+        now: int,
+        replace: bool,
+    ) -> None:
+        """Events (prepared rows) and usage facts; a session whose usage changed has its
+        parent's digest rebuilt too (the parent's shows its subagents' spend)."""
+        self._insert_events(rows, ids, file_id, now, replace)
+        if usage:
+            self.mark_parents_changed(self.usage.write(usage, ids), now)
+
+    def mark_parents_changed(self, session_ids: Iterable[int], now: int) -> None:
+        """The parents of these sessions (their digests list their children and roll up
+        the children's spend) are to be analyzed again.  The parents of the sessions this
+        transaction upserted are known; others (a fact's credit moved away) are looked up."""
+        parents = self.parents
+        known = {parents[i] for i in session_ids if parents.get(i)}
+        unknown = [i for i in session_ids if i not in parents]
+        if known:
+            marks = ",".join("?" * len(known))
+            self.con.execute(
+                f"UPDATE sessions SET changed_at = ? WHERE uid IN ({marks})", (now, *known)
+            )
+        for i in range(0, len(unknown), IN_CHUNK):
+            part = unknown[i : i + IN_CHUNK]
+            self.con.execute(
+                "UPDATE sessions SET changed_at = ? WHERE uid IN (SELECT parent_uid FROM"
+                f" sessions WHERE id IN ({','.join('?' * len(part))}) AND parent_uid IS NOT NULL)",
+                (now, *part),
+            )
+
+    def write_file_part(
+        self, batch: Batch, file_id: int, session_id: int | None, bad: Sequence[BadLine], now: int
+    ) -> None:
+        """What a batch stores about its file: raw bytes, bad lines, counters."""
+        c, p = batch.cursor, batch.parsed
         if batch.replace_events and batch.start == 0 and c.generation > 0 and not batch.replay:
             # A file rewritten whole: the new copy supersedes the older generations.
             self.con.execute(
@@ -242,12 +321,18 @@ class Writer:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (file_id, c.generation, batch.start, c.offset, p.lines, batch.raw_z),
             )
-        if p.bad:
+        if bad:
             self.con.executemany(
                 "INSERT OR IGNORE INTO bad_lines (file_id, generation, offset, length, reason)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(file_id, c.generation, b.offset, b.length, b.reason[:500]) for b in p.bad],
+                [(file_id, c.generation, b.offset, b.length, b.reason[:500]) for b in bad],
             )
+            if session_id is None:  # bad lines only: the file's session counts them anew
+                self.con.execute(
+                    "UPDATE sessions SET changed_at = ? WHERE id ="
+                    " (SELECT session_id FROM files WHERE id = ?)",
+                    (now, file_id),
+                )
         self.con.execute(
             "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
             " unknown_records = unknown_records + ?, redactions = redactions + ?,"
@@ -255,18 +340,17 @@ class Writer:
             " sidecar = coalesce(?, sidecar) WHERE id = ?",
             (
                 p.lines,
-                len(p.bad),
+                len(bad),
                 sum(p.unknown_types.values()),
                 batch.redactions,
                 len(batch.raw_z or b""),
-                ids.get(own_uid) if own_uid else None,
+                session_id,
                 batch.sidecar,
                 file_id,
             ),
         )
-        return file_id
 
-    def _upsert_file(self, c: Cursor, now: int, replay: bool = False) -> int:
+    def upsert_file(self, c: Cursor, now: int, replay: bool = False) -> int:
         params = (
             c.agent,
             c.path,
@@ -306,11 +390,18 @@ class Writer:
         assert row is not None
         return int(row[0])
 
-    def _upsert_sessions(
-        self, p: Parsed, c: Cursor, own_uid: str | None, now: int
+    def upsert_sessions(
+        self,
+        infos: Sequence[SessionInfo],
+        uids: Iterable[str],
+        c: Cursor,
+        own_uid: str | None,
+        now: int,
     ) -> dict[str, int]:
-        merged = _merge_infos(p.sessions)
-        for uid in {e.session_uid for e in p.events} | {u.session_uid for u in p.usage}:
+        """Merge ``infos`` into the sessions (and create the sessions of ``uids`` that records
+        name without facts); ``{uid: id}``."""
+        merged = _merge_infos(infos)
+        for uid in uids:
             merged.setdefault(
                 uid, {"uid": uid, "agent": c.agent, "native_id": uid.partition(":")[2]}
             )
@@ -337,6 +428,7 @@ class Writer:
             found = self.con.execute(_UPSERT_SESSION, params).fetchone()
             assert found is not None
             ids[uid] = int(found[0])
+            self.parents[ids[uid]] = found[2]
         return ids
 
     def _existing(self, session_id: int, column: str, keys: Sequence[int]) -> dict[int, int]:
