@@ -51,13 +51,14 @@ class NoStore(RuntimeError):
     """No usable store at the path."""
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection (never creates the file)."""
+def connect(path: Path, busy_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A read-only connection (never creates the file).  ``NoStore`` is raised from the
+    SQLite error, if any (``helixd.store.faults.classify`` names the condition)."""
     if not path.exists():
         raise NoStore(f"no store at {path} (run `helixctl ingest` first)")
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        con.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
         con.execute("SELECT 1 FROM usage_hours LIMIT 1")
     except sqlite3.Error as exc:
         raise NoStore(

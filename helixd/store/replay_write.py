@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from helixd.store.faults import rollback
 from helixd.store.writer import Batch, Writer
 
 
@@ -36,7 +37,7 @@ def replay(
             w.write_batch(batch, now)
         w.commit_transaction()
     except BaseException:
-        w.con.execute("ROLLBACK")
+        rollback(w.con)
         raise
     return True
 

@@ -22,6 +22,7 @@ import zstandard
 
 from helixd.core.records import Cursor, Event, Parsed, SessionInfo
 from helixd.core.signals import Signals
+from helixd.store.faults import rollback
 from helixd.store.keys import IN_CHUNK, key64
 from helixd.store.search_write import SearchIndexWriter, search_doc
 from helixd.store.signals_write import replace_signals
@@ -214,7 +215,7 @@ class Writer:
             ids = [self.write_batch(batch, now) for batch in batches]
             self.commit_transaction()
         except BaseException:
-            self.con.execute("ROLLBACK")
+            rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             raise
         return ids
 
@@ -463,5 +464,5 @@ class Writer:
             )
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
+            rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             raise
