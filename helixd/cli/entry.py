@@ -15,9 +15,10 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("report", "search"):
         # Read-only answers from the store: skip the full CLI (event loop, config models).
         from helixd.cli import reports as cli_reports
+        from helixd.cli.common import run_guarded
 
         command = getattr(cli_reports, sys.argv[1])
-        command.main(args=sys.argv[2:], prog_name=f"helixctl {sys.argv[1]}", obj={})
+        run_guarded(command, sys.argv[2:], f"helixctl {sys.argv[1]}")
         return
     if sys.argv[1:] in (["ingest"], ["ingest", "--json"]) and _quick_ingest():
         return

@@ -20,6 +20,7 @@ from helixd import __version__
 from helixd.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_STORE,
+    FaultGuardGroup,
     echo_json,
     load_settings,
     open_store,
@@ -40,7 +41,7 @@ def _check_agents(ctx: click.Context, agents: tuple[str, ...]) -> None:
             )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=FaultGuardGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helixctl")
 @click.option(
     "--config",
@@ -94,7 +95,7 @@ async def _ingest(settings: Any, pairs: list[Any], ingest_mod: Any, table: Any) 
     from helixd.ingest import digest
     from helixd.store import now_ms
 
-    store = await open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False, create=True)
     try:
         ingestor = ingest_mod.Ingestor(
             store,
@@ -248,34 +249,61 @@ async def _sessions(
 @click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Daemon up or down, what it watches, how far ingest is behind, what the store holds.
-    Exit 0 when the daemon runs, 3 when it does not."""
+    """Daemon up or down, what it watches, how far ingest is behind, what the store holds,
+    what keeps failing.  Exit 0 when the daemon runs and the store is usable; 3 when the
+    daemon does not run or the store has a fault (named on stderr, with its fix)."""
     from helixd.daemon import status as status_mod
 
     settings = load_settings(ctx)
     db = settings.store.db
-    facts = asyncio.run(_status_facts(db)) if db.exists() else None
+    facts, fault = asyncio.run(_status_facts(db)) if db.exists() else (None, None)
     budget = {k: int(v) for k, v in settings.retention.model_dump().items() if k.endswith("bytes")}
-    doc = status_mod.gather(db, facts, budget)
+    doc = status_mod.gather(db, facts, budget, _live_status(db), fault)
     if as_json:
         echo_json(doc)
     else:
         print_status(doc)
-    ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
+    problem = doc["store"]["fault"]
+    if problem:
+        click.echo(f"helixctl: {problem['message']}", err=True)
+    ctx.exit(0 if doc["daemon"]["running"] and not problem else EXIT_STORE)
 
 
-async def _status_facts(db: Path) -> dict[str, Any] | None:
-    from helixd.store import Store, StoreError
+async def _status_facts(db: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What the store holds, or what keeps it from being read."""
+    from helixd.cli.common import CLI_BUSY_MS
+    from helixd.store import Store, StoreError, classify
 
     try:
-        store = await Store.open(db, readonly=True)
-    except StoreError:
-        return None
+        store = await Store.open(db, readonly=True, busy_ms=CLI_BUSY_MS)
+    except StoreError as exc:
+        fault = classify(exc, db)
+        return None, fault.as_dict() if fault else None
     try:
         facts: dict[str, Any] = await store.status_facts()
-        return facts
+        return facts, None
+    except Exception as exc:
+        fault = classify(exc, db)
+        if fault is None:
+            raise
+        return None, fault.as_dict()
     finally:
         await store.close()
+
+
+def _live_status(db: Path) -> dict[str, Any] | None:
+    """The daemon's state from its socket when it serves this store (fresher than the
+    published file, which a full disk or a removed folder keeps from being written)."""
+    from helixd.cli.client import DaemonUnavailable, request
+
+    try:
+        reply = request("status", 1.0)
+    except (DaemonUnavailable, ValueError):
+        return None
+    snap = reply.get("status") if reply.get("ok") else None
+    if not isinstance(snap, dict) or snap.get("store") != str(db):
+        return None
+    return snap
 
 
 def _daemon_request(ctx: click.Context, op: str, wait: float, **fields: Any) -> None:

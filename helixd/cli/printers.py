@@ -117,9 +117,15 @@ def print_status(doc: dict[str, Any]) -> None:
         for name, job in (d.get("jobs") or {}).items():
             result = "ok" if job.get("ok") else (job.get("error") or "not run yet")
             click.echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
+        _print_failing(d)
     else:
         click.echo("helixd: not running (what follows is what the store alone can tell)")
     click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
+    fault = st.get("fault")
+    if fault:
+        retries = f", {fault['retries']} retries so far" if fault.get("retries") else ""
+        click.echo(f"  FAULT: the store {fault['condition']} ({fault['detail']}){retries}")
+        click.echo(f"  fix: {fault['fix']}")
     if "files" not in st:
         click.echo("  no store yet: run `helixctl ingest` or start helixd")
         return
@@ -142,3 +148,19 @@ def print_status(doc: dict[str, Any]) -> None:
             f"  DATA LOSS: {loss['sessions']} un-analyzed sessions ({loss['bytes'] / 1e6:,.1f} MB)"
             " dropped over the hard cap (see `helixctl evict --help`)"
         )
+
+
+def _print_failing(d: dict[str, Any]) -> None:
+    """Files in backoff and a status file that cannot be written."""
+    import time
+
+    failing = d.get("failing_files") or {}
+    if failing.get("count"):
+        click.echo(f"  files failing: {failing['count']} (each retried on its own backoff)")
+        for f in failing["files"][:10]:
+            wait = max(float(f["next_retry_at"]) - time.time(), 0.0)
+            click.echo(f"    {f['path']}: {f['error']}")
+            click.echo(f"      {f['failures']} failures, next try in {wait:.0f} s")
+    error = d.get("status_file_error")
+    if error:
+        click.echo(f"  status file {error['path']} cannot be written: {error['error']}")

@@ -16,7 +16,17 @@ from typing import Any
 
 import click
 
-from helixd.cli.common import EXIT_STORE, EXIT_USAGE, echo_json, load_settings, price_table
+from helixd.cli.common import (
+    CLI_BUSY_MS,
+    EXIT_USAGE,
+    echo_json,
+    exit_store,
+    load_settings,
+    price_table,
+    remember_store,
+    store_fault,
+    store_module,
+)
 
 PERIODS = ("daily", "weekly", "monthly", "session")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -26,9 +36,10 @@ def _db(ctx: click.Context) -> Path:
     """The store path: ``HELIX_STORE_DB`` wins over the config file anyway, so the (slow)
     settings are loaded only when it is not set."""
     env = os.environ.get("HELIX_STORE_DB")
-    if env:
-        return Path(env).expanduser()
     ctx.ensure_object(dict)
+    if env:
+        remember_store(ctx, Path(env).expanduser())
+        return Path(env).expanduser()
     return Path(load_settings(ctx).store.db)
 
 
@@ -39,31 +50,15 @@ def _queries() -> Any:
     return store_module("queries")
 
 
-def store_module(leaf: str) -> Any:
-    """A module of ``helixd/store/`` that imports only the standard library, loaded without
-    the package's ``__init__``."""
-    name = f"helixd.store.{leaf}"
-    module = sys.modules.get(name)
-    if module is None:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parent.parent / "store" / f"{leaf}.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return module
-
-
 def _connect(ctx: click.Context) -> Any:
+    """A read-only connection, or exit 3 with one line naming the store's condition."""
     queries = _queries()
+    db = _db(ctx)
     try:
-        return queries.connect(_db(ctx))
+        return queries.connect(db, busy_ms=CLI_BUSY_MS)
     except queries.NoStore as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        ctx.exit(EXIT_STORE)
+        fault = store_fault(exc, db) or store_module("probe").condition(db, writing=False)
+        exit_store(fault or exc)
 
 
 def _prices(ctx: click.Context) -> Any:

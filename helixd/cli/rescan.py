@@ -13,6 +13,7 @@ done exactly nothing here.
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat as stat_mod
 import time
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
     if not db.is_file():
         return None
     from helixd.adapters import REGISTRY
-    from helixd.cli.reports import store_module
+    from helixd.cli.common import store_module
     from helixd.ingest.stats import IngestStats
     from helixd.sources.discover import discover
 
@@ -48,6 +49,8 @@ def quick_rescan(environ: Mapping[str, str], home: Path) -> dict[str, Any] | Non
         return None
     try:
         facts = queries.rescan_facts(con, {a.name: a.version for a in REGISTRY})
+    except sqlite3.Error:
+        return None  # the full ingest names the store's problem (exit 3)
     finally:
         con.close()
     if facts["waiting"] or facts["migrations"] != migrations:

@@ -137,6 +137,13 @@ class Store:
         await self.db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
         if readonly:
             return
+        async with self.db.execute(
+            "SELECT count(*), count(*) FILTER (WHERE name = 'migrations') FROM sqlite_master"
+            " WHERE type = 'table'"
+        ) as cur:
+            tables, ours = await cur.fetchone() or (0, 0)
+        if tables and not ours:  # someone else's database: never add tables to it
+            raise StoreFault("incompatible", self.path, f"not a Helix store ({tables} tables)")
         async with self.db.execute("SELECT count(*) FROM sqlite_master") as cur:
             row = await cur.fetchone()
         if row is not None and row[0] == 0:
