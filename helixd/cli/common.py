@@ -130,6 +130,21 @@ def run_guarded(command: click.Command, args: list[str], prog_name: str) -> None
         exit_store(fault)
 
 
+def live_status(db: Path) -> dict[str, Any] | None:
+    """The daemon's state from its socket when it serves this store (fresher than the
+    published file, which a full disk or a removed folder keeps from being written)."""
+    from helixd.cli.client import DaemonUnavailable, request
+
+    try:
+        reply = request("status", 1.0)
+    except (DaemonUnavailable, ValueError):
+        return None
+    snap = reply.get("status") if reply.get("ok") else None
+    if not isinstance(snap, dict) or snap.get("store") != str(db):
+        return None
+    return snap
+
+
 def store_module(leaf: str) -> Any:
     """A module of ``helixd/store/`` that imports only the standard library, loaded without
     the package's ``__init__`` (aiosqlite, asyncio, zstandard: about half of a report's

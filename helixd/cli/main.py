@@ -22,6 +22,7 @@ from helixd.cli.common import (
     EXIT_STORE,
     FaultGuardGroup,
     echo_json,
+    live_status,
     load_settings,
     open_store,
     price_table,
@@ -258,7 +259,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     db = settings.store.db
     facts, fault = asyncio.run(_status_facts(db)) if db.exists() else (None, None)
     budget = {k: int(v) for k, v in settings.retention.model_dump().items() if k.endswith("bytes")}
-    doc = status_mod.gather(db, facts, budget, _live_status(db), fault)
+    doc = status_mod.gather(db, facts, budget, live_status(db), fault)
     if as_json:
         echo_json(doc)
     else:
@@ -289,21 +290,6 @@ async def _status_facts(db: Path) -> tuple[dict[str, Any] | None, dict[str, Any]
         return None, fault.as_dict()
     finally:
         await store.close()
-
-
-def _live_status(db: Path) -> dict[str, Any] | None:
-    """The daemon's state from its socket when it serves this store (fresher than the
-    published file, which a full disk or a removed folder keeps from being written)."""
-    from helixd.cli.client import DaemonUnavailable, request
-
-    try:
-        reply = request("status", 1.0)
-    except (DaemonUnavailable, ValueError):
-        return None
-    snap = reply.get("status") if reply.get("ok") else None
-    if not isinstance(snap, dict) or snap.get("store") != str(db):
-        return None
-    return snap
 
 
 def _daemon_request(ctx: click.Context, op: str, wait: float, **fields: Any) -> None:
