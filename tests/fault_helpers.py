@@ -132,10 +132,16 @@ def one_line_error(stderr: str) -> str:
 
 
 def count_rows(db: Path, table: str = "events") -> int:
-    """Rows of ``table`` as another reader sees them (read-only, no WAL checkpoint)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    """Rows of ``table`` as another reader sees them (-1 while the store cannot be read,
+    or is still being created)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return -1
     try:
         return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    except sqlite3.Error:
+        return -1
     finally:
         con.close()
 

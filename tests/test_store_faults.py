@@ -4,9 +4,11 @@ hides the real error behind "cannot rollback"."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,32 @@ def test_integrity_reports_damage_inside_the_file(tmp_path: Path) -> None:
         f.write(os.urandom(256))
     state, detail = probe.integrity(db)
     assert state == "corrupt" and detail
+
+
+async def test_an_ingest_meeting_a_lock_fails_promptly_and_resumes_from_its_cursor(
+    tmp_path: Path, home: Path
+) -> None:
+    """The commit fails while batches are still queued for it: the reader must not wait
+    forever for room in the queue, and nothing committed is read twice afterwards."""
+    f = session_file(home)
+    f.write_bytes(b"".join(record(n, text="x" * 300) for n in range(300)))
+    root = home / ".claude" / "projects"
+    db = tmp_path / "helix.db"
+    await (await Store.open(db)).close()
+    store = await Store.open(db, busy_ms=100)
+    try:
+        with LockHolder(db):
+            started = time.monotonic()
+            with pytest.raises(sqlite3.OperationalError) as raised:
+                await asyncio.wait_for(
+                    Ingestor(store, chunk_bytes=4096).backfill(discover([(claude.ADAPTER, root)])),
+                    20,
+                )
+            assert time.monotonic() - started < 5  # not stuck waiting for queue room
+            assert classify(raised.value, db).kind == "locked"  # type: ignore[union-attr]
+        stats = await Ingestor(store, chunk_bytes=4096).backfill(discover([(claude.ADAPTER, root)]))
+        assert stats.events == 300
+        async with store.db.execute("SELECT count(*) FROM events") as cur:
+            assert (await cur.fetchone()) == (300,)
+    finally:
+        await store.close()

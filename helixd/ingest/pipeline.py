@@ -46,12 +46,22 @@ from helixd.sources.tailer import (
 )
 from helixd.store import Batch, Store
 
-__all__ = ["IngestStats", "Ingestor", "Source", "discover"]
+__all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
+
+
+class SourceFailed(Exception):
+    """Reading one source file failed (its adapter raised): the error names the file, so
+    that the daemon can hold that file back while the others go on."""
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        super().__init__(f"{path}: {type(cause).__name__}: {cause}")
+        self.path = path
+        self.cause = cause
 
 
 @dataclass(slots=True)
@@ -106,14 +116,28 @@ class _Writer:
     """Commits batches in order on a background task while the caller parses the next.
 
     A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
-    it is queued, so compression of one batch overlaps the commit of the one before."""
+    it is queued, so compression of one batch overlaps the commit of the one before.
+
+    A failed commit (a locked or full store) ends the writing, and the queue is still
+    emptied, so that a producer waiting for room is never left waiting: its next ``put``
+    (or ``close``) raises the commit's error.  The batches not committed are read again
+    from the file's cursor next time."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.error: BaseException | None = None
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
+        try:
+            await self._commit_queued()
+        except Exception as exc:
+            self.error = exc
+            while await self.queue.get() is not None:  # let a waiting producer go on
+                pass
+
+    async def _commit_queued(self) -> None:
         done = False
         while not done:
             item = await self.queue.get()
@@ -134,8 +158,10 @@ class _Writer:
             await self.store.commit_many([batch for batch, _ in group])
 
     async def put(self, batch: Batch) -> None:
+        if self.error is not None:
+            raise self.error  # the writer's failure, in the producer
         if self.task.done():
-            self.task.result()  # re-raise the writer's failure in the producer
+            self.task.result()
         prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         await self.queue.put((batch, prepared))
         await asyncio.sleep(0)
@@ -144,6 +170,8 @@ class _Writer:
         if not self.task.done():
             await self.queue.put(None)
         await self.task
+        if self.error is not None:
+            raise self.error
 
 
 class Ingestor:
@@ -280,6 +308,7 @@ class Ingestor:
                 f = open(src.path, "rb")  # noqa: SIM115 - a generator closes it below
             except OSError as exc:
                 stats.errors.append(f"{src.path}: {exc}")
+                stats.failed[src.path] = f"{type(exc).__name__}: {exc}"
                 continue
             with f:
                 run = self._open(src, f, cursor, stats)
@@ -363,7 +392,12 @@ class Ingestor:
         assert item.redacted is not None
         redacted, secrets = await item.redacted
         src = run.src
-        parsed = src.adapter.parse(Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state)
+        try:
+            parsed = src.adapter.parse(
+                Chunk(redacted, piece.offset, piece.at_eof, run.ctx), run.state
+            )
+        except Exception as exc:
+            raise SourceFailed(src.path, exc) from exc
         if parsed.consumed < len(redacted):
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:

@@ -20,6 +20,7 @@ class IngestStats:
     replaced: int = 0
     sessions: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     seconds: float = 0.0
     more: bool = False  # a read budget stopped a file before its end
 

@@ -191,7 +191,7 @@ def _code_from_text(low: str) -> int | None:
 
 def _oserror(e: OSError, path: Path) -> StoreFault:
     detail = f"{e.strerror or e} ({e.filename})" if e.filename else str(e)
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return StoreFault("disk_full", path, detail)
     if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return StoreFault("read_only", path, detail)
