@@ -148,7 +148,9 @@ def test_a_full_disk_keeps_the_daemon_running_and_work_resumes_when_space_return
         state = d.state()
         assert "full disk" in one_line_error(state["stderr"]) and state["returncode"] == 3
         assert "df -h" in state["store"]["fault"]["fix"]
-        assert state["daemon"]["status_file_error"] is not None  # its status file too
+        wait_for(  # its status file cannot be written either; status asks the socket
+            lambda: d.state()["daemon"]["status_file_error"] is not None, 10, "status file error"
+        )
         ingest = d.ctl("ingest")
         assert ingest.returncode == 3 and "full disk" in one_line_error(ingest.stderr)
         assert d.alive() and count_rows(d.db) == 4

@@ -50,6 +50,11 @@ class StoreGuard:
         self._recovering = False
         self._cond = asyncio.Condition()
 
+    @property
+    def _restoring(self) -> Path:
+        """Where the copy of a deleted store is made before it is renamed into place."""
+        return self.path.with_name(self.path.name + ".restoring")
+
     def check(self) -> StoreFault | None:
         """The open store's file is still there, the same, usable (None when not open)."""
         return self.store.check() if self.store is not None else None
@@ -71,6 +76,10 @@ class StoreGuard:
                 try:
                     await self._cond.wait_for(lambda: self._users == 0)
                     await self._recover()
+                except StoreFault:
+                    raise
+                except Exception as exc:  # whatever stops a recovery is the store's problem
+                    raise classify(exc, self.path) or StoreFault("io", self.path, str(exc)) from exc
                 finally:
                     self._recovering = False
                     self._cond.notify_all()
@@ -86,6 +95,8 @@ class StoreGuard:
 
     async def _recover(self) -> None:
         if self.store is None:
+            if not self.path.exists() and self._restoring.exists():
+                os.replace(self._restoring, self.path)  # a put-back cut short after its copy
             self.store = await Store.open(self.path, busy_ms=self.busy_ms)
             self._reopen = False
             return
@@ -116,7 +127,7 @@ class StoreGuard:
     async def _put_back(self, fault: StoreFault) -> None:
         """Copy the open store back to its path (its folder recreated), then reopen."""
         assert self.store is not None
-        tmp = self.path.with_name(self.path.name + ".restoring")
+        tmp = self._restoring
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             for leftover in (tmp, Path(f"{tmp}-journal")):
