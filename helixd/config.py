@@ -70,6 +70,10 @@ class DaemonSettings(_Section):
     max_read_bytes: ByteSize = 64 * 1024 * 1024  # read from one file before others get a turn
     shutdown_seconds: float = 10  # drain time on SIGTERM
     log_level: str = "info"
+    busy_timeout_ms: int = Field(default=2000, ge=0)  # wait for another writer, then retry
+    retry_max_seconds: float = Field(default=10, gt=0)  # cap of the store-fault backoff
+    file_retry_seconds: float = Field(default=5, gt=0)  # first retry of a failing file
+    file_retry_max_seconds: float = Field(default=600, gt=0)  # cap of its backoff
 
 
 class RetentionSettings(_Section):

@@ -39,11 +39,13 @@ def private_dir(path: Path) -> bool:
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process
             os.mkdir(directory, DIR_MODE)
     st = os.stat(path)
-    if stat.S_IMODE(st.st_mode) == DIR_MODE:
+    if not stat.S_IMODE(st.st_mode) & 0o077:
         return True
     if not _ours_to_tighten(path, st):
         return False
-    os.chmod(path, DIR_MODE)
+    # Only the others' bits go: a folder the owner made read-only stays read-only (the
+    # store then reports it, ``helixd.store.faults``).
+    os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077)
     return True
 
 
@@ -71,17 +73,14 @@ def open_private(path: Path | str, flags: int, *, follow_links: bool = False) ->
 
 
 def tighten(path: Path | str) -> None:
-    """Make an existing regular file of ours 0600 (absent: nothing to do)."""
+    """Take the group's and others' bits off an existing regular file of ours (0644 becomes
+    0600; absent: nothing to do)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
-    if (
-        stat.S_ISREG(st.st_mode)
-        and st.st_uid == os.getuid()
-        and stat.S_IMODE(st.st_mode) != FILE_MODE
-    ):
-        os.chmod(path, FILE_MODE)
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077)  # the owner's bits stay as they are
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -92,9 +91,14 @@ def write_private(path: Path, data: bytes) -> None:
         os.unlink(tmp)
     fd = open_private(tmp, os.O_WRONLY | os.O_EXCL)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a partial file would hold the space a full disk lacks
+        raise

@@ -69,6 +69,10 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
             "max_read_bytes",
             "shutdown_seconds",
             "log_level",
+            "busy_timeout_ms",
+            "retry_max_seconds",
+            "file_retry_seconds",
+            "file_retry_max_seconds",
         }
     ),
     "retention": frozenset(

@@ -108,8 +108,10 @@ def test_a_store_an_older_version_left_readable_is_fixed_on_open(
     db.parent.chmod(0o755)
     con = sqlite3.connect(db)  # what an older Helix left: WAL mode, 0644 files
     con.execute("PRAGMA journal_mode = WAL")
-    con.execute("CREATE TABLE leftover (x)")
-    con.execute("INSERT INTO leftover VALUES (1)")
+    con.execute(  # (a Helix store: a foreign database is never written into)
+        "CREATE TABLE migrations"
+        " (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at INTEGER NOT NULL)"
+    )
     con.commit()
     old = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), db.with_name("helix.db.helixd.json")]
     old[3].write_text("{}")

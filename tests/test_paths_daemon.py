@@ -210,5 +210,5 @@ def test_a_new_directory_is_scanned_without_walking_through_links(
     (proj / "sub").symlink_to(outside, target_is_directory=True)
     linked = home / ".claude/projects/-linked"
     linked.symlink_to(outside, target_is_directory=True)
-    assert d._claimed_below(str(proj)) == [str(proj / f"{SID}.jsonl")]
-    assert d._claimed_below(str(linked)) == []
+    assert d.worker._claimed_below(str(proj)) == [str(proj / f"{SID}.jsonl")]
+    assert d.worker._claimed_below(str(linked)) == []

@@ -1,12 +1,20 @@
 """What every ``helixctl`` command shares: exit codes, JSON output, the settings (the light
 read settings, or the full model where a command needs all of it), the price table, times as
-typed, and opening the store for reading or writing.
+typed, opening the store for reading or writing, and what a command does when the store
+fails it.
 
 Light on purpose (click and the standard library): a read command pays for what it uses.
+
+Store faults: any error that ``helixd.store.faults.classify`` recognises (missing, locked
+past ``CLI_BUSY_MS``, read-only, disk full, corrupt …) ends the command with one line on
+stderr naming the condition and its fix, and exit code 3 — never a traceback.  The
+``helixctl`` group (``helixd.cli.main.LazyGroup``) applies ``guard_store_faults`` to every
+command.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import time
@@ -22,6 +30,8 @@ if TYPE_CHECKING:
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_STORE = 3
+# How long a command waits for another process's write lock before it gives up (exit 3).
+CLI_BUSY_MS = 5_000
 
 
 def echo_json(value: Any, sort_keys: bool = False) -> None:
@@ -60,6 +70,7 @@ def read_settings(ctx: click.Context) -> ReadConfig:
         obj["read_settings"] = loaded = read_config(_config_path(ctx))
     except ConfigError as exc:
         fail(ctx, str(exc), EXIT_USAGE)
+    remember_store(ctx, loaded.store_db)
     return loaded
 
 
@@ -69,9 +80,11 @@ def load_settings(ctx: click.Context) -> Any:
     from helixd import config
 
     try:
-        return config.load(_config_path(ctx))
+        settings = config.load(_config_path(ctx))
     except config.ConfigError as exc:
         fail(ctx, str(exc), EXIT_USAGE)
+    remember_store(ctx, settings.store.db)
+    return settings
 
 
 def price_table(ctx: click.Context, loaded: Any) -> Any:
@@ -99,13 +112,16 @@ def prices(ctx: click.Context) -> Any:
 
 def reader(ctx: click.Context) -> sqlite3.Connection:
     """A read-only connection to the store; exit 3 naming the problem."""
-    from helixd.query import NoStore, open_reader
+    from helixd.query import NoStore, open_reader, store_condition
 
     db = read_settings(ctx).store_db
+    fault = store_condition(db, writing=False)  # a stat and 16 bytes: a damaged header
+    if fault is not None and fault.kind != "missing":  # (SQLite may still read its cache)
+        exit_store(fault)
     try:
-        return open_reader(db)
+        return open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:
-        fail(ctx, str(exc), EXIT_STORE)
+        exit_store(store_fault(exc, db) or store_condition(db, writing=False) or exc)
 
 
 def zone(value: str | None) -> tzinfo | None:
@@ -137,15 +153,80 @@ def instant(value: str | None, hint: str, tz: tzinfo | None = None) -> int | Non
         raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
-async def open_store(path: Path, readonly: bool) -> Any:
-    """The store for a command that writes (or runs a pass), or exit 3 naming the problem."""
-    from helixd.store.database import Store, StoreError
+async def open_store(path: Path, readonly: bool, create: bool = False) -> Any:
+    """The store for a command that writes (or runs a pass), or exit 3 naming the problem.
+    Only ``create`` (ingest) makes a new one."""
+    from helixd.store.database import Store, StoreError, StoreFault
 
     try:
-        return await Store.open(path, readonly=readonly)
+        if not create and not path.exists():
+            raise StoreFault("missing", path)
+        return await Store.open(path, readonly=readonly, busy_ms=CLI_BUSY_MS)
     except StoreError as exc:
-        click.echo(f"helixctl: {exc}", err=True)
-        sys.exit(EXIT_STORE)
+        exit_store(exc)
+
+
+def exit_store(problem: BaseException | str) -> NoReturn:
+    """One line on stderr, exit 3."""
+    click.echo(f"helixctl: {problem}", err=True)
+    sys.exit(EXIT_STORE)
+
+
+def remember_store(ctx: click.Context | None, path: Path) -> None:
+    """The store this command uses, for ``store_fault`` if the store fails it later."""
+    if ctx is not None:
+        root = ctx.find_root()
+        if isinstance(root.obj, dict):
+            root.obj["store_path"] = Path(path)
+
+
+def store_path(ctx: click.Context | None) -> Path:
+    """The store a command uses: as remembered, else ``HELIX_STORE_DB``, else the default."""
+    root = ctx.find_root() if ctx is not None else None
+    remembered = root.obj.get("store_path") if root and isinstance(root.obj, dict) else None
+    if remembered is not None:
+        return Path(remembered)
+    env = os.environ.get("HELIX_STORE_DB")
+    if env:
+        return Path(env).expanduser()
+    from helixd.paths import default_store_path
+
+    return default_store_path()
+
+
+def store_fault(exc: BaseException, path: Path) -> Any:
+    """The ``StoreFault`` behind ``exc`` (``helixd.store.faults.classify``), or None."""
+    from helixd.query import classify
+
+    return classify(exc, path)
+
+
+def guard_store_faults(ctx: click.Context, invoke: Any) -> Any:
+    """Run ``invoke()``; a store fault it meets ends the command with one line, exit 3."""
+    try:
+        return invoke()
+    except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as exc:
+        fault = store_fault(exc, store_path(ctx))
+        if fault is None:
+            raise
+        exit_store(fault)
+
+
+def live_status(db: Path) -> dict[str, Any] | None:
+    """The daemon's state from its socket when it serves this store (fresher than the
+    published file, which a full disk or a removed folder keeps from being written)."""
+    from helixd.daemon.client import DaemonUnavailable, request
+
+    try:
+        reply = request("status", 1.0)
+    except (DaemonUnavailable, ValueError):
+        return None
+    snap = reply.get("status") if reply.get("ok") else None
+    if not isinstance(snap, dict) or snap.get("store") != str(db):
+        return None
+    return snap
 
 
 def check_agents(agents: tuple[str, ...] | list[str]) -> None:

@@ -4,6 +4,7 @@ talk to it over its socket (``docs/socket-protocol.md``)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,25 +16,15 @@ from helixd.cli.common import EXIT_STORE, echo_json, read_settings
 @click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Daemon up or down, what it watches, how far ingest is behind, what the store holds.
-    Exit 0 when the daemon runs, 3 when it does not."""
+    """Daemon up or down, what it watches, how far ingest is behind, what the store holds,
+    what keeps failing.  Exit 0 when the daemon runs and the store is usable; 3 when the
+    daemon does not run or the store has a fault (named on stderr, with its fix)."""
+    from helixd.cli.common import live_status
     from helixd.daemon import status as status_mod
-    from helixd.query import NoStore, open_reader
-    from helixd.query.status import store_facts
 
     rc = read_settings(ctx)
-    facts = None
-    if rc.store_db.exists():
-        try:
-            con = open_reader(rc.store_db)
-        except NoStore:
-            pass
-        else:
-            try:
-                facts = store_facts(con)
-            finally:
-                con.close()
-    doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets))
+    facts, fault = _status_facts(rc.store_db) if rc.store_db.exists() else (None, None)
+    doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets), live_status(rc.store_db), fault)
     doc["sources"] = _survey(rc)
     if as_json:
         echo_json(doc)
@@ -41,7 +32,32 @@ def status(ctx: click.Context, as_json: bool) -> None:
         from helixd.cli.printers import print_status
 
         print_status(doc)
-    ctx.exit(0 if doc["daemon"]["running"] else EXIT_STORE)
+    problem = doc["store"]["fault"]
+    if problem:
+        click.echo(f"helixctl: {problem['message']}", err=True)
+    ctx.exit(0 if doc["daemon"]["running"] and not problem else EXIT_STORE)
+
+
+def _status_facts(db: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What the store holds, or what keeps it from being read."""
+    from helixd.cli.common import CLI_BUSY_MS
+    from helixd.query import NoStore, classify, open_reader
+    from helixd.query.status import store_facts
+
+    try:
+        con = open_reader(db, CLI_BUSY_MS)
+    except NoStore as exc:
+        fault = classify(exc, db)
+        return None, fault.as_dict() if fault else None
+    try:
+        return store_facts(con), None
+    except Exception as exc:
+        fault = classify(exc, db)
+        if fault is None:
+            raise
+        return None, fault.as_dict()
+    finally:
+        con.close()
 
 
 def _survey(rc: Any) -> dict[str, Any]:

@@ -13,12 +13,15 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
-    """Check the daemon, service, hooks, socket, store, watch limit, the agents' own log
-    retention and disk space.  Exit 0 when nothing failed, 1 otherwise."""
+    """Check the daemon, service, hooks, socket, the store (deleted, replaced, read-only,
+    corrupt, locked, what the daemon meets), files that keep failing, watch limit, the
+    agents' own log retention and disk space.  Exit 0 when nothing failed, 1 otherwise."""
     from helixd import config
     from helixd.adapters import REGISTRY
-    from helixd.cli.common import echo_json, load_settings
+    from helixd.cli.common import echo_json, live_status, load_settings
     from helixd.cli.install import _resolve_exe, _targets
+    from helixd.daemon.pidlock import holder
+    from helixd.daemon.status import StatusFile
     from helixd.ops import checks
     from helixd.ops.hooks import state
     from helixd.sources.discover import survey
@@ -31,13 +34,10 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         hook_states: list[tuple[str, str, Path]] = [(t.agent, state(t), t.path) for t in targets]
     except Exception as exc:  # an unreadable settings file must not stop the other checks
         hook_states = [("hooks", f"unreadable ({exc})", Path("?"))]
+    db = settings.store.db
+    live = live_status(db) or (StatusFile(db).read() if holder(db) is not None else None)
     result = checks.run_all(
-        settings.store.db,
-        roots,
-        hook_states,
-        settings.retention.raw_hard_cap_bytes,
-        os.environ,
-        Path.home(),
+        db, roots, hook_states, settings.retention.raw_hard_cap_bytes, os.environ, Path.home(), live
     )
     result.append(checks.sources(survey(pairs)))
     doc = checks.summary(result)

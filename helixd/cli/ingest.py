@@ -79,7 +79,7 @@ async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]
     from helixd.ingest.pipeline import Ingestor, discover
     from helixd.store.database import now_ms
 
-    store = await open_store(settings.store.db, readonly=False)
+    store = await open_store(settings.store.db, readonly=False, create=True)
     try:
         ingestor = Ingestor(
             store,

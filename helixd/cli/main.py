@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import click
 
@@ -61,6 +61,13 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(spec[0]), spec[1])
         assert isinstance(command, click.Command), spec
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command: a store fault ends it with one line naming the condition and its
+        fix, exit 3 (``helixd.cli.common.guard_store_faults``), never a traceback."""
+        from helixd.cli.common import guard_store_faults
+
+        return guard_store_faults(ctx, lambda: super(LazyGroup, self).invoke(ctx))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

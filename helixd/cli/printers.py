@@ -155,10 +155,16 @@ def print_status(doc: dict[str, Any]) -> None:
                 f"  could not read {missed['files']} files"
                 f" ({by_reason(missed['by_reason'])}) at its last look"
             )
+        _print_failing(d)
     else:
         click.echo("helixd: not running (what follows is what the store alone can tell)")
     print_unreadable(doc)
     click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
+    fault = st.get("fault")
+    if fault:
+        retries = f", {fault['retries']} retries so far" if fault.get("retries") else ""
+        click.echo(f"  FAULT: the store {fault['condition']} ({fault['detail']}){retries}")
+        click.echo(f"  fix: {fault['fix']}")
     if "files" not in st:
         click.echo("  no store yet: run `helixctl ingest` or start helixd")
         return
@@ -212,3 +218,19 @@ def print_sessions(page: Any, tz: Any = None) -> None:
     head = ["STARTED", "SESSION", "REPO", "MSGS", "COST", "TITLE"]
     right = [False, False, False, True, True, False]
     click.echo(render(head, rows, right=right, flex=5))
+
+
+def _print_failing(d: dict[str, Any]) -> None:
+    """Files in backoff and a status file that cannot be written."""
+    import time
+
+    failing = d.get("failing_files") or {}
+    if failing.get("count"):
+        click.echo(f"  files failing: {failing['count']} (each retried on its own backoff)")
+        for f in failing["files"][:10]:
+            wait = max(float(f["next_retry_at"]) - time.time(), 0.0)
+            click.echo(f"    {f['path']}: {f['error']}")
+            click.echo(f"      {f['failures']} failures, next try in {wait:.0f} s")
+    error = d.get("status_file_error")
+    if error:
+        click.echo(f"  status file {error['path']} cannot be written: {error['error']}")

@@ -10,6 +10,12 @@ work queue -> one ingest worker -> scheduler.  All tasks live in one TaskGroup.
   ``daemon.shutdown_seconds``), stop the observer and the scheduler, close the store,
   exit 0.  A second signal exits at once (code 130).  SIGHUP re-reads the configuration.
 * With ``NOTIFY_SOCKET`` set: READY=1, STATUS=…, WATCHDOG=1, STOPPING=1.
+* Faults never stop it (docs/operations.md, "Faults").  A store fault (locked, disk full,
+  read-only, corrupt, deleted or replaced under it, unusable at start) puts the work item
+  back in the queue and the worker waits a capped exponential backoff before the next try;
+  scheduled jobs are retried the same way (``StoreHealth``).  A file whose ingest fails
+  for any other reason waits its own backoff (``FileFailures``) while the others go on.
+  Both are published in the status document.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 import structlog
 
 from helixd import __version__, config, logs, paths
@@ -32,50 +39,57 @@ from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
 from helixd.core import protocol
 from helixd.daemon.control import Control
+from helixd.daemon.health import FileFailures, StoreHealth
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.status import StatusFile
+from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.watcher import Watcher
+from helixd.daemon.worker import CHECK_STORE, SCAN_DIR, SESSION_END, Limits, Worker
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
 from helixd.ingest import digest, eviction
-from helixd.ingest.pipeline import Ingestor, IngestStats, discover
+from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
-from helixd.sources.discover import unreadable_summary
 from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
 from helixd.store.database import Store, now_ms
+from helixd.store.faults import StoreFault, classify
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0
-SESSION_END = "\0end:"  # queue item: a session-end signal for the uid that follows
-SCAN_DIR = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
-INLINE_DIGEST_EVENTS = 20_000  # bigger sessions are re-digested by the scheduled pass
 
 
 class Daemon:
-    def __init__(self, settings: config.Settings, config_path: Path | None) -> None:
+    def __init__(
+        self, settings: config.Settings, config_path: Path | None, lock: PidLock | None = None
+    ) -> None:
         self.settings = settings
         self.prices = config.price_table(settings)
         self.config_path = config_path
+        self.lock = lock
         self.stop_event = asyncio.Event()
         self.signals = 0
-        self.idle = asyncio.Event()
-        self.idle.set()
         self.started = time.time()
-        self.queue = WorkQueue(settings.daemon.debounce_ms / 1000)
-        self.scheduler = Scheduler()
+        d = settings.daemon
+        self.queue = WorkQueue(d.debounce_ms / 1000)
+        self.health = StoreHealth(cap=d.retry_max_seconds)
+        self.files = FileFailures(d.file_retry_seconds, d.file_retry_max_seconds)
+        self.guard = StoreGuard(settings.store.db, d.busy_timeout_ms, self._reopened)
+        self.scheduler = Scheduler(on_failure=self._job_failed, on_success=self.health.ok)
         self.index = Gate(self._pairs())
-        self.store: Store | None = None
         self.watcher: Watcher | None = None
-        self.totals: dict[str, Any] = {
-            "files_read": 0,
-            "bytes_read": 0,
-            "events": 0,
-            "malformed_lines": 0,
-            "errors": 0,
-            "last_error": None,
-        }
-        self.unreadable: dict[str, str] = {}  # path -> reason, as the last reads found
+        self.status_error: dict[str, Any] | None = None
+        self.worker = Worker(
+            settings.store.db,
+            self.queue,
+            self.guard,
+            self.health,
+            self.files,
+            self.scheduler,
+            lambda: self.index,
+            self._limits,
+            self._analyze,
+        )
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -86,8 +100,8 @@ class Daemon:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         _raise_fd_limit()
-        self.store = await Store.open(self.settings.store.db)
         try:
+            await self._open_store()
             self.watcher = Watcher(
                 self.index, self.queue.put, self._scan_dir, lambda: self.queue.put(RECONCILE)
             )
@@ -98,7 +112,7 @@ class Daemon:
             loop.add_signal_handler(signal.SIGHUP, self._reload)
             how = await self.control.start(self.socket)
             log.info("socket", path=str(self.socket), how=how)
-            await self._drain_spool()
+            await self.scheduler.run_now("spool", self._drain_spool)
             self.queue.put(RECONCILE)  # catch up with everything at start
             self._schedule_jobs()
             if self.watcher.failed:
@@ -109,7 +123,7 @@ class Daemon:
                 )
             self.scheduler.start()
             async with asyncio.TaskGroup() as tg:
-                worker = tg.create_task(self._worker())
+                worker = tg.create_task(self.worker.run(self.stop_event))
                 tg.create_task(self._status_loop())
                 tg.create_task(self._watchdog_loop())
                 tg.create_task(self._renormalize_when_idle())
@@ -136,7 +150,7 @@ class Daemon:
     async def _drain(self, worker: asyncio.Task[None]) -> None:
         """Let the item in flight finish (its batches commit), then cancel the worker."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.idle.wait(), self.settings.daemon.shutdown_seconds)
+            await asyncio.wait_for(self.worker.idle.wait(), self.settings.daemon.shutdown_seconds)
         worker.cancel()
 
     async def _close(self) -> None:
@@ -144,10 +158,7 @@ class Daemon:
         self.scheduler.shutdown()
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
-        if self.store is not None:
-            with contextlib.suppress(Exception):
-                await self.store.checkpoint()
-            await self.store.close()
+        await self.guard.close()
         self.status.remove()
 
     def _on_stop_signal(self) -> None:
@@ -194,23 +205,24 @@ class Daemon:
 
     async def _job_reconcile(self) -> str:
         self.queue.put(RECONCILE)
+        await self.scheduler.run_now("spool", self._drain_spool)  # if it failed at start
         return "queued"
 
     async def _job_evict(self) -> dict[str, Any]:
         """The retention pass (design spec §5); it may ask for an analysis first."""
-        assert self.store is not None
-        return await eviction.evict_pass(
-            self.store, self.settings.retention, now_ms(), self._job_analyze
-        )
+        async with self.guard.use() as store:
+            return await eviction.evict_pass(
+                store, self.settings.retention, now_ms(), lambda: self._analyze(store)
+            )
 
     async def _job_renormalize(self) -> dict[str, Any]:
         """Low priority: rebuild, group by group, the rows an older adapter version made
         (from the stored raw lines); stops while files wait to be ingested."""
-        assert self.store is not None
-        stats = await renormalize(self.store, REGISTRY, should_stop=self.queue.busy)
-        if stats.groups:
-            await self._job_analyze()
-        return stats.as_dict()
+        async with self.guard.use() as store:
+            stats = await renormalize(store, REGISTRY, should_stop=self.queue.busy)
+            if stats.groups:
+                await self._analyze(store)
+            return stats.as_dict()
 
     async def _renormalize_when_idle(self) -> None:
         """Once after start, as soon as the catch-up ingest is done."""
@@ -218,14 +230,61 @@ class Daemon:
         await self.queue.wait_idle()
         await self.scheduler.run_now("renormalize", self._job_renormalize)
 
-    async def _job_analyze(self, max_events: int | None = None) -> int:
+    async def _job_analyze(self) -> int:
+        async with self.guard.use() as store:
+            return await self._analyze(store)
+
+    async def _analyze(self, store: Store, max_events: int | None = None) -> int:
         """Rebuild the digests that are stale (``max_events``: only of sessions that small;
         the scheduled pass takes the big ones, since a digest costs O(session))."""
-        assert self.store is not None
         idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
-        ids = await self.store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(self.store, ids, now, idle_ms, self.prices)
+        ids = await store.sessions_to_analyze(now, idle_ms, max_events)
+        return await digest.analyze(store, ids, now, idle_ms, self.prices)
+
+    def _limits(self) -> Limits:
+        s = self.settings
+        return Limits(s.ingest.chunk_bytes, s.ingest.max_line_bytes, s.daemon.max_read_bytes)
+
+    # -- faults ----------------------------------------------------------------------------
+    async def _open_store(self) -> None:
+        """Open the store at start; an unusable store is reported and retried by the
+        worker (the daemon runs on, its queue waits)."""
+        try:
+            async with self.guard.use():
+                pass
+        except StoreFault as fault:
+            self.health.failed("ingest", fault)
+
+    def _job_failed(self, name: str, exc: BaseException) -> float | None:
+        """A scheduled job failed: a store fault is retried after a backoff."""
+        fault = classify(exc, self.settings.store.db)
+        if fault is None:
+            return None
+        self.guard.noted(fault)
+        return self.health.failed(name, fault)
+
+    def _reopened(self, reason: str) -> None:
+        """The store was put back, replaced or reopened: re-check every source against it
+        (a restored or adopted store may hold older cursors) and retake the pid lock."""
+        if self.lock is not None and self.lock.refresh():
+            log.warning("pid_lock_retaken", path=str(self.lock.path))
+        self.queue.put(RECONCILE)
+
+    def _watch_store(self) -> None:
+        """Each status tick: the store file still the one open, still usable?  A change is
+        handled by the worker (``CHECK_STORE``), which owns the store."""
+        fault = self.guard.check()
+        if fault is not None:
+            if "watch" not in self.health.failing or (
+                self.health.failing["watch"].fault.kind != fault.kind
+            ):
+                self.health.failed("watch", fault)
+            self.queue.put(CHECK_STORE)
+        elif "watch" in self.health.failing and self.guard.store is not None:
+            self.health.ok("watch")
+        if self.lock is not None and self.lock.refresh():
+            log.warning("pid_lock_retaken", path=str(self.lock.path))
 
     async def _request(self, req: protocol.Request) -> dict[str, Any]:
         """One control-socket request (see ``docs/socket-protocol.md``)."""
@@ -235,12 +294,17 @@ class Daemon:
             return {"status": self.snapshot()}
         if req.op == "rescan":
             self.queue.put(RECONCILE)
+            self.worker.wake.set()
             return {"queued": ["reconcile"]}
         if req.op == "flush":
             try:
                 await asyncio.wait_for(self.queue.wait_idle(), req.timeout or 30)
             except TimeoutError:
-                raise protocol.ProtocolError("flush timed out; the queue is still busy") from None
+                fault = self.health.fault
+                why = f": {fault}" if fault else ""
+                raise protocol.ProtocolError(
+                    f"flush timed out; the queue is still busy{why}"
+                ) from None
             return {"idle": True}
         return await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
 
@@ -278,16 +342,19 @@ class Daemon:
 
     async def _drain_spool(self) -> None:
         """Hook messages written while the daemon was down are served now, then dropped
-        (read in a thread, opened like a source: a FIFO there cannot stall the start)."""
+        (read in a thread, opened like a source: a FIFO there cannot stall the start).  A
+        drain that failed midway (an unreadable state folder) is taken up again by the
+        next reconcile job, its file first."""
         spool = paths.spool_path()
         taken = spool.with_name(spool.name + ".draining")
-        try:
-            os.replace(spool, taken)
-        except FileNotFoundError:
-            return
+        if not taken.exists():
+            try:
+                os.replace(spool, taken)
+            except FileNotFoundError:
+                return
         try:
             data = await asyncio.to_thread(_read_all, taken)
-        except (Refused, OSError) as exc:
+        except Refused as exc:
             log.error("spool_unreadable", path=str(taken), error=str(exc))
             data = b""
         served = 0
@@ -306,84 +373,6 @@ class Daemon:
         a thread."""
         self.queue.put(SCAN_DIR + path)
 
-    def _claimed_below(self, path: str) -> list[str]:
-        """(in a thread) The files below ``path`` some root's adapter claims (no link
-        followed; each still passes the gate when it is read)."""
-        found: list[str] = []
-        if os.path.islink(path):  # a linked directory: its files are not read through it
-            return found
-        for dirpath, _, files in os.walk(path):
-            for name in files:
-                full = os.path.join(dirpath, name)
-                if self.index.claims(full):
-                    found.append(full)
-        return found
-
-    async def _worker(self) -> None:
-        """The only writer: takes paths (and reconcile scans) off the queue, one at a time."""
-        while not self.stop_event.is_set():
-            item = await self.queue.get()
-            self.idle.clear()
-            try:
-                await self._handle(item)
-            except Exception as exc:  # one bad file or a full disk never stops the daemon
-                self.totals["errors"] += 1
-                self.totals["last_error"] = f"{type(exc).__name__}: {exc}"
-                log.error("ingest_failed", item=item, error=str(exc), exc_info=True)
-            finally:
-                self.idle.set()
-                self.queue.done()
-
-    async def _handle(self, item: str) -> None:
-        assert self.store is not None
-        ingestor = Ingestor(
-            self.store,
-            chunk_bytes=self.settings.ingest.chunk_bytes,
-            max_line_bytes=self.settings.ingest.max_line_bytes,
-        )
-        if item.startswith(SESSION_END):
-            if await self.store.mark_ended(item[len(SESSION_END) :]):
-                await self._job_analyze(INLINE_DIGEST_EVENTS)
-            return
-        if item.startswith(SCAN_DIR):
-            for path in await asyncio.to_thread(self._claimed_below, item[len(SCAN_DIR) :]):
-                self.queue.put(path)
-            return
-        if item == RECONCILE:
-            scanned: list[IngestStats] = []
-
-            async def scan() -> IngestStats:
-                scanned.append(await ingestor.backfill(discover(self.index)))
-                return scanned[0]
-
-            stats = await self.scheduler.run_now("reconcile_scan", scan)
-            if isinstance(stats, dict):
-                self._count_summary(stats)
-                self.unreadable = dict(scanned[0].skipped_paths)
-                await self._job_analyze()
-            return
-        try:
-            src = await asyncio.to_thread(self.index.admit, item)
-        except Refused as exc:  # a link out of the roots, a name no adapter claims…
-            self.unreadable[item] = exc.reason
-            log.warning("path_refused", path=item, reason=exc.reason)
-            return
-        cursor = await self.store.cursor_for(src.path)
-        stats = await ingestor.ingest_file(src, cursor, self.settings.daemon.max_read_bytes)
-        self.unreadable.pop(src.path, None)
-        self.unreadable.update(stats.skipped_paths)
-        self._count_summary(stats.as_dict())
-        if stats.events or stats.files_gone:
-            await self._job_analyze(INLINE_DIGEST_EVENTS)  # lookups see new lines at once
-        if stats.more:
-            self.queue.put(item)  # come back after the others had their turn
-
-    def _count_summary(self, summary: dict[str, Any]) -> None:
-        self.totals["files_read"] += summary["files_read"]
-        self.totals["bytes_read"] += summary["bytes"]
-        self.totals["events"] += summary["events"]
-        self.totals["malformed_lines"] += summary["malformed_lines"]
-
     def snapshot(self) -> dict[str, Any]:
         q = self.queue.statistics()
         return {
@@ -392,27 +381,59 @@ class Daemon:
             "started_at": self.started,
             "store": str(self.settings.store.db),
             "roots": self.watcher.describe() if self.watcher else {},
-            "queue": {"pending": q.pending, "in_progress": q.in_progress, "processed": q.processed},
-            "ingest": {**self.totals, "unreadable": unreadable_summary(self.unreadable.items())},
+            "queue": {
+                "pending": q.pending,
+                "in_progress": q.in_progress,
+                "processed": q.processed,
+                "deferred": q.deferred,
+            },
+            "ingest": {**self.worker.totals, "unreadable": self.worker.unreadable_summary()},
             "jobs": self.scheduler.describe(),
+            "store_fault": self.health.describe(),
+            "store_identity": self.guard.store.identity if self.guard.store else None,
+            "failing_files": self.files.describe(),
+            "status_file_error": self.status_error,
             "updated_at": time.time(),
         }
 
     async def _status_loop(self) -> None:
-        """Publish the daemon's state for ``helixctl status`` when it changed (nothing is
-        written while idle)."""
+        """Watch the store file and publish the daemon's state for ``helixctl status`` when
+        it changed (nothing is written while idle).  A status file that cannot be written
+        (a full disk, a removed folder) is retried on the next tick; the daemon goes on."""
         last: Any = None
         while True:
-            snap = self.snapshot()
-            key = (snap["queue"], snap["ingest"], snap["jobs"], snap["roots"])
-            if key != last:
-                await asyncio.to_thread(self.status.write, snap)
-                notify(
-                    f"STATUS=queue {snap['queue']['pending']}, "
-                    f"{snap['ingest']['bytes_read']} bytes ingested"
+            try:
+                self._watch_store()
+                snap = self.snapshot()
+                key = orjson.dumps(
+                    {k: v for k, v in snap.items() if k not in ("updated_at", "status_file_error")},
+                    default=str,
                 )
-                last = key
+                if key != last:
+                    await self._publish(snap)
+                    last = key if self.status_error is None else None
+            except Exception as exc:  # the loop itself must never end
+                log.error("status_loop_failed", error=str(exc), exc_info=exc)
             await asyncio.sleep(STATUS_EVERY)
+
+    async def _publish(self, snap: dict[str, Any]) -> None:
+        try:
+            await asyncio.to_thread(self.status.write, snap)
+        except OSError as exc:
+            fault = classify(exc, self.settings.store.db)
+            error = str(fault) if fault else f"{type(exc).__name__}: {exc}"
+            if self.status_error is None or self.status_error["error"] != error:
+                log.warning("status_write_failed", path=str(self.status.path), error=error)
+                self.status_error = {
+                    "path": str(self.status.path),
+                    "error": error,
+                    "since": time.time(),
+                }
+            return
+        if self.status_error is not None:
+            log.info("status_write_recovered", path=str(self.status.path))
+            self.status_error = None
+        notify(f"STATUS=queue {snap['queue']['pending']}, {snap['ingest']['bytes_read']} bytes")
 
     async def _watchdog_loop(self) -> None:
         interval = watchdog_interval()
@@ -493,14 +514,25 @@ def main(once: bool, config_path: Path | None) -> None:
     except AlreadyRunning as exc:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(1)
+    except OSError as exc:  # the store's folder cannot hold the lock (yet): retried
+        log.warning("pid_lock_unavailable", path=str(lock.path), error=str(exc))
     try:
-        if once:
-            code = asyncio.run(run_once(settings))
-        else:
-            code = asyncio.run(Daemon(settings, config_path).run())
+        code = _once(settings) if once else asyncio.run(Daemon(settings, config_path, lock).run())
     finally:
         lock.release()
     sys.exit(code)
+
+
+def _once(settings: config.Settings) -> int:
+    """``helixd --once``: exit 3 with one line when the store cannot be used."""
+    try:
+        return asyncio.run(run_once(settings))
+    except Exception as exc:
+        fault = classify(exc, settings.store.db)
+        if fault is None:
+            raise
+        click.echo(f"helixd: {fault}", err=True)
+        return 3
 
 
 if __name__ == "__main__":

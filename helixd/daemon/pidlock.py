@@ -59,6 +59,36 @@ class PidLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
 
+    def refresh(self) -> bool:
+        """The lock file was deleted while held (its folder removed, say): take the lock
+        again on a new file at the path, so that ``helixctl status`` and a second daemon
+        still see it.  True when it was taken again."""
+        if not self.path.parent.is_dir():
+            return False
+        if self.fd is None:  # not taken at start (the folder was unusable): try again
+            try:
+                self.acquire(wait=0)
+            except (AlreadyRunning, OSError):
+                return False
+            return True
+        held = os.fstat(self.fd)
+        try:
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                return False
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        old, self.fd = self.fd, None
+        try:
+            self.acquire(wait=0)
+        except (AlreadyRunning, OSError):
+            self.fd = old  # keep what we hold; the new file belongs to someone else
+            return False
+        os.close(old)
+        return True
+
     def release(self) -> None:
         if self.fd is not None:
             os.close(self.fd)

@@ -2,9 +2,11 @@
 can tell.
 
 The daemon writes ``<store>.helixd.json`` (atomically, only when something changed) and
-holds ``<store>.helixd.lock`` while it runs; ``gather`` combines those with a read-only look
-at the store and a stat of every tracked source (the ingest lag: bytes written by the
-agents and not read yet).
+holds ``<store>.helixd.lock`` while it runs; ``gather`` combines those (or the live state
+the daemon answers on its socket, which is fresher: the file cannot be written on a full
+disk) with a read-only look at the store and a stat of every tracked source (the ingest
+lag: bytes written by the agents and not read yet).  ``store.fault`` names a condition
+that keeps the store from being used (as the daemon meets it, else as the file shows it).
 """
 
 from __future__ import annotations
@@ -70,11 +72,21 @@ def ingest_lag(files: list[tuple[str, int, int | None]]) -> dict[str, int]:
     return {"bytes": lag, "files": behind}
 
 
-def gather(db: Path, store_facts: dict[str, Any] | None, budget: dict[str, int]) -> dict[str, Any]:
-    """The whole status document (``helixctl status --json`` prints it as is)."""
+def gather(
+    db: Path,
+    store_facts: dict[str, Any] | None,
+    budget: dict[str, int],
+    live: dict[str, Any] | None = None,
+    store_fault: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole status document (``helixctl status --json`` prints it as is).  ``live``:
+    the daemon's state as its socket answered (None: read the published file);
+    ``store_fault``: what kept the CLI from reading the store, if anything."""
     pid = holder(db)
+    if pid is None and live is not None:
+        pid = live.get("pid")  # the lock file went with its folder; the daemon still runs
     daemon: dict[str, Any] = {"running": pid is not None, "pid": pid}
-    published = StatusFile(db).read() if pid is not None else None
+    published = live or (StatusFile(db).read() if pid is not None else None)
     if published:
         daemon.update(
             version=published.get("version"),
@@ -83,11 +95,19 @@ def gather(db: Path, store_facts: dict[str, Any] | None, budget: dict[str, int])
             queue=published.get("queue"),
             ingest=published.get("ingest"),
             jobs=published.get("jobs"),
+            store_fault=published.get("store_fault"),
+            failing_files=published.get("failing_files"),
+            status_file_error=published.get("status_file_error"),
         )
     size = store_bytes(db)
     doc: dict[str, Any] = {
         "daemon": daemon,
-        "store": {"path": str(db), "exists": db.exists(), "bytes": size},
+        "store": {
+            "path": str(db),
+            "exists": db.exists(),
+            "bytes": size,
+            "fault": daemon.get("store_fault") or store_fault,
+        },
     }
     if store_facts is not None:
         doc["store"].update(store_facts["summary"])

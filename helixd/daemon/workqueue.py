@@ -6,11 +6,15 @@ watcher): a path already pending is not queued twice, and a path becomes ready
 produces is read once.  ``get`` waits for the next ready path; ``wait_idle`` waits until
 nothing is pending or in progress.  Besides paths, the queue carries *tasks* (a full
 reconcile scan) which run in the same worker, so there is only ever one writer.
+
+``defer`` parks an item until a later time (a file in backoff after failing): it is not
+pending meanwhile — the queue can be idle — and becomes pending when its time comes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ class QueueStats:
     pending: int
     in_progress: int
     processed: int
+    deferred: int = 0
 
 
 class WorkQueue:
@@ -35,18 +40,45 @@ class WorkQueue:
         self._idle.set()
         self._busy = 0
         self._processed = 0
+        self._deferred: dict[str, float] = {}  # item -> when it becomes pending
+        self._later: list[tuple[float, str]] = []  # heap over _deferred
 
     def put(self, item: str, *, now: float | None = None) -> None:
         """Queue ``item`` (a path or ``RECONCILE``) unless it is already pending."""
-        if item in self._pending:
+        if item in self._pending or item in self._deferred:
             return
         self._pending[item] = (time.monotonic() if now is None else now) + self.debounce
         self._idle.clear()
         self._wake.set()
 
+    def defer(self, item: str, delay: float) -> None:
+        """Park ``item`` for ``delay`` seconds (events for it meanwhile do not wake it)."""
+        self._pending.pop(item, None)
+        at = time.monotonic() + delay
+        self._deferred[item] = at
+        heapq.heappush(self._later, (at, item))
+        if not self._pending and not self._busy:
+            self._idle.set()
+        self._wake.set()
+
+    def _promote(self, now: float) -> float | None:
+        """Deferred items whose time came become pending; seconds to the next one."""
+        while self._later:
+            at, item = self._later[0]
+            if self._deferred.get(item) != at:  # superseded by a later defer
+                heapq.heappop(self._later)
+                continue
+            if at > now:
+                return at - now
+            heapq.heappop(self._later)
+            del self._deferred[item]
+            self.put(item, now=now - self.debounce)
+        return None
+
     async def get(self) -> str:
         """The next item whose debounce has passed (oldest first); marks it in progress."""
         while True:
+            later = self._promote(time.monotonic())
             if self._pending:
                 item, ready = next(iter(self._pending.items()))
                 delay = ready - time.monotonic()
@@ -54,14 +86,15 @@ class WorkQueue:
                     del self._pending[item]
                     self._busy += 1
                     return item
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except TimeoutError:
-                    pass
-                continue
+                later = delay if later is None else min(later, delay)
             self._wake.clear()
-            await self._wake.wait()
+            if later is None:
+                await self._wake.wait()
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), later)
+            except TimeoutError:
+                pass
 
     def done(self) -> None:
         """The item returned by the last ``get`` has been handled."""
@@ -78,4 +111,4 @@ class WorkQueue:
         await self._idle.wait()
 
     def statistics(self) -> QueueStats:
-        return QueueStats(len(self._pending), self._busy, self._processed)
+        return QueueStats(len(self._pending), self._busy, self._processed, len(self._deferred))

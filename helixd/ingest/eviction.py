@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from helixd.core.retention import Plan, Policy, select_evictions
+from helixd.store.faults import classify
 
 if TYPE_CHECKING:
     from helixd.store.database import Store
@@ -37,6 +38,8 @@ async def plan_pass(
         try:
             await analyze()
         except Exception as exc:  # analysis failing is what the last resort is for
+            if classify(exc, store.path) is not None:
+                raise  # but not a locked or full store: the pass waits and is retried
             notes["analyze_error"] = f"{type(exc).__name__}: {exc}"
             log.warning("analyze_now_failed", error=notes["analyze_error"])
         usage = await store.retention_usage()

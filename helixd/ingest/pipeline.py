@@ -32,7 +32,7 @@ from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.stats import IngestStats
 from helixd.sources.discover import Discovery, Source, discover
-from helixd.sources.gate import Refused, open_source, refusal
+from helixd.sources.gate import DENIED, READ_ERROR, Refused, open_source, refusal
 from helixd.sources.tailer import (
     HEAD_BYTES,
     FileStat,
@@ -49,7 +49,7 @@ from helixd.sources.tailer import (
 )
 from helixd.store.database import Batch, Store
 
-__all__ = ["IngestStats", "Ingestor", "Source", "discover"]
+__all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
@@ -57,6 +57,16 @@ LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
 READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
+
+
+class SourceFailed(Exception):
+    """Reading one source file failed (its adapter raised): the error names the file, so
+    that the daemon can hold that file back while the others go on."""
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        super().__init__(f"{path}: {type(cause).__name__}: {cause}")
+        self.path = path
+        self.cause = cause
 
 
 @dataclass(slots=True)
@@ -112,14 +122,28 @@ class _Writer:
     """Commits batches in order on a background task while the caller parses the next.
 
     A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
-    it is queued, so compression of one batch overlaps the commit of the one before."""
+    it is queued, so compression of one batch overlaps the commit of the one before.
+
+    A failed commit (a locked or full store) ends the writing, and the queue is still
+    emptied, so that a producer waiting for room is never left waiting: its next ``put``
+    (or ``close``) raises the commit's error.  The batches not committed are read again
+    from the file's cursor next time."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.error: BaseException | None = None
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
+        try:
+            await self._commit_queued()
+        except Exception as exc:
+            self.error = exc
+            while await self.queue.get() is not None:  # let a waiting producer go on
+                pass
+
+    async def _commit_queued(self) -> None:
         done = False
         while not done:
             item = await self.queue.get()
@@ -143,8 +167,10 @@ class _Writer:
             await self.store.commit_many([batch for batch, _ in group])
 
     async def put(self, batch: Batch) -> None:
+        if self.error is not None:
+            raise self.error  # the writer's failure, in the producer
         if self.task.done():
-            self.task.result()  # re-raise the writer's failure in the producer
+            self.task.result()
         prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         await self.queue.put((batch, prepared))
         await asyncio.sleep(0)
@@ -153,6 +179,8 @@ class _Writer:
         if not self.task.done():
             await self.queue.put(None)
         await self.task
+        if self.error is not None:
+            raise self.error
 
 
 class _ReadAhead:
@@ -367,7 +395,10 @@ class Ingestor:
             try:
                 yield from self._plan_file(src, cursor, stats, budget)
             except (Refused, OSError) as exc:
-                _skip(stats, refusal(src.path, exc))
+                refused = refusal(src.path, exc)
+                _skip(stats, refused)
+                if refused.reason in (DENIED, READ_ERROR):  # may pass: the daemon retries later
+                    stats.failed[src.path] = f"{type(exc).__name__}: {exc}"
 
     def _plan_file(
         self, src: Source, cursor: Cursor | None, stats: IngestStats, budget: int | None

@@ -29,6 +29,7 @@ class IngestStats:
     errors: list[str] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_paths: dict[str, str] = field(default_factory=dict)  # path -> reason
+    failed: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     seconds: float = 0.0
     more: bool = False  # a read budget stopped a file before its end
 

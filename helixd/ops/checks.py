@@ -3,6 +3,13 @@
 The checks only look (nothing is changed): the daemon, its service, the agents' hooks, the
 socket, the store, the inotify watch limit, the agents' own log retention and the disk
 space the storage budget needs.
+
+The store check says whether the store can be used, and if not which condition stands in
+the way and its fix: the fault the daemon meets (from its live state), a file deleted or
+replaced under the daemon, a read-only file or folder, a damaged header, ``PRAGMA
+quick_check`` (stopped after two seconds on a big store), a write lock held by another
+process.  Files whose ingest keeps failing, and a status file the daemon cannot write, are
+listed too.
 """
 
 from __future__ import annotations
@@ -107,13 +114,71 @@ def socket_reachable() -> Check:
     return Check("socket", "ok" if reply.get("ok") else "fail", "the daemon answers a ping")
 
 
-def store(db: Path) -> Check:
-    target = db if db.exists() else db.parent
-    while not target.exists():
-        target = target.parent
-    if os.access(target, os.W_OK):
-        return Check("store", "ok", f"{db} is writable")
-    return Check("store", "fail", f"{db} is not writable", f"check the permissions of {target}")
+def store(db: Path, live: Mapping[str, Any] | None = None) -> Check:
+    """Can the store be used?  ``live``: the daemon's state, if it runs."""
+    from helixd.store import probe
+    from helixd.store.faults import StoreFault
+
+    reported = (live or {}).get("store_fault")
+    if reported:
+        message = f"{db} {reported['condition']} ({reported['detail']})"
+        return Check("store", "fail", message, reported["fix"])
+    opened = (live or {}).get("store_identity")
+    fault: StoreFault | None
+    if opened and tuple(opened) != probe.identity(db):
+        gone = not db.exists()
+        fault = StoreFault("deleted" if gone else "replaced", db, "helixd has another file open")
+    else:
+        fault = probe.condition(db, writing=True)
+        if fault is None and not db.exists():
+            return Check(
+                "store", "ok", f"no store yet at {db}; `helixctl ingest` or helixd makes it"
+            )
+    if fault is not None:
+        return Check("store", "fail", f"{db} {fault.condition} ({fault.detail})", fault.fix)
+    state, detail = probe.integrity(db)
+    if state in ("corrupt", "fault"):
+        fix = StoreFault("corrupt", db).fix
+        return Check("store", "fail", f"{db} fails its integrity check: {detail}", fix)
+    if probe.locked(db):
+        return Check(
+            "store",
+            "warn",
+            f"{db} is locked by another process (its write lock held over 0.5 s)",
+            "let that process finish (`fuser` on the store shows it); writes wait meanwhile",
+        )
+    checked = "quick_check ok" if state == "ok" else f"quick_check {detail}"
+    return Check("store", "ok", f"{db} is writable; {checked}")
+
+
+def failing(live: Mapping[str, Any] | None) -> list[Check]:
+    """Files in backoff and a status file the daemon cannot write (from its live state)."""
+    out: list[Check] = []
+    files = ((live or {}).get("failing_files") or {}).get("files") or []
+    if files:
+        shown = "; ".join(f"{f['path']}: {f['error']}" for f in files[:5])
+        more = len(files) - 5
+        out.append(
+            Check(
+                "files",
+                "warn",
+                f"{len(files)} files keep failing and are retried on a backoff: {shown}"
+                + (f" (and {more} more)" if more > 0 else ""),
+                "fix each file's permissions or contents; it is read as soon as it works"
+                " (`helixctl status` shows the next try)",
+            )
+        )
+    error = (live or {}).get("status_file_error")
+    if error:
+        out.append(
+            Check(
+                "status-file",
+                "warn",
+                f"helixd cannot write {error['path']}: {error['error']}",
+                "free space or fix the permissions of the store's folder",
+            )
+        )
+    return out
 
 
 def inotify(
@@ -159,6 +224,13 @@ def disk(db: Path, hard_cap: int) -> Check:
 
     parent = db.parent if db.parent.exists() else Path.home()
     free = shutil.disk_usage(parent).free
+    if free < 1 << 20:
+        return Check(
+            "disk",
+            "fail",
+            f"the disk holding {parent} is full ({free} bytes free): writes wait",
+            f"free space there (`df -h {parent}`)",
+        )
     need = max(hard_cap - store_bytes(db), 0)
     if free >= need:
         return Check(
@@ -181,13 +253,16 @@ def run_all(
     hard_cap: int,
     environ: Mapping[str, str],
     home: Path,
+    live: Mapping[str, Any] | None = None,
 ) -> list[Check]:
+    """Every check; ``live``: the daemon's state from its socket (None when down)."""
     checks = [
         daemon(db),
         service(),
         *hooks(hook_states),
         socket_reachable(),
-        store(db),
+        store(db, live),
+        *failing(live),
         inotify(roots),
         *source_retention(home, environ),
         disk(db, hard_cap),

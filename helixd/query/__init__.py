@@ -12,6 +12,8 @@ dicts and lists of plain values, ready for JSON.  They are synchronous: the CLI 
 directly (no event loop), the daemon's web server in a worker thread.
 """
 
+from helixd.store.faults import StoreFault, classify
+from helixd.store.probe import condition as store_condition
 from helixd.store.readonly import NoStore, open_reader
 
-__all__ = ["NoStore", "open_reader"]
+__all__ = ["NoStore", "StoreFault", "classify", "open_reader", "store_condition"]

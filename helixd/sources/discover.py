@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -81,13 +81,19 @@ class Discovery:
     """Iterating walks the roots (in order; a directory's files before its subdirectories,
     each sorted) and yields the claimed regular files; ``skipped`` then lists what could not
     be read.  ``check_access`` also tests each file for read permission (``os.access``), for
-    reports that open nothing (``helixctl status``, ``doctor``)."""
+    reports that open nothing (``helixctl status``, ``doctor``).  ``held``: files the caller
+    holds back for now (the daemon's failing files waiting out a backoff) are not yielded."""
 
     def __init__(
-        self, roots: Gate | Iterable[tuple[Adapter, Path]], *, check_access: bool = False
+        self,
+        roots: Gate | Iterable[tuple[Adapter, Path]],
+        *,
+        check_access: bool = False,
+        held: Callable[[str], object] | None = None,
     ) -> None:
         self.gate = roots if isinstance(roots, Gate) else Gate(roots)
         self.check_access = check_access
+        self.held = held
         self.skipped: list[Skip] = []
         self._recorded: set[str] = set()
 
@@ -134,7 +140,7 @@ class Discovery:
                         continue
                 except OSError:
                     continue  # gone between the listing and its type check
-                if entry.path in seen:
+                if entry.path in seen or (self.held is not None and self.held(entry.path)):
                     continue
                 if self.check_access and not os.access(entry.path, os.R_OK):
                     self._skip(entry.path, DENIED)
@@ -190,9 +196,11 @@ class Discovery:
             self.skipped.append(Skip(path, reason, detail))
 
 
-def discover(roots: Gate | Iterable[tuple[Adapter, Path]]) -> Discovery:
+def discover(
+    roots: Gate | Iterable[tuple[Adapter, Path]], held: Callable[[str], object] | None = None
+) -> Discovery:
     """Every file under each existing root that its adapter claims (see ``Discovery``)."""
-    return Discovery(roots)
+    return Discovery(roots, held=held)
 
 
 def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> dict[str, Any]:

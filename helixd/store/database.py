@@ -6,13 +6,22 @@ transaction) and the read queries the CLI and the digest builder need.
 
 Connections: the daemon and ``helixctl ingest`` hold one writer connection; read-only
 commands open their own short-lived connection.  ``busy_timeout`` lets a reader and a
-writer overlap without "database is locked" errors.
+writer overlap without "database is locked" errors; past it, a lock is a ``StoreFault``.
+
+Faults: ``open`` looks at the file first (``probe.condition``: missing, read-only, not an
+SQLite file) and turns any error of the connection into a ``StoreFault`` naming the
+condition and its fix (``faults.classify``).  Errors of later calls are raised as SQLite
+raised them; callers classify them with ``faults.classify`` (the daemon backs off and
+retries, ``helixctl`` exits 3).  ``check`` tells whether the file at the path is still the
+one this connection has open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,18 +32,15 @@ import aiosqlite
 
 from helixd import filemodes
 from helixd.core.signals import Signals
-from helixd.store import evict, facts, queries, reader, renorm, replay_write, writer
+from helixd.store import evict, facts, probe, queries, reader, renorm, replay_write, writer
+from helixd.store.faults import SQLITE_MAGIC, StoreError, StoreFault, classify
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
-__all__ = ["Batch", "Store", "StoreError"]
+__all__ = ["Batch", "Store", "StoreError", "StoreFault", "classify"]
 
 BUSY_TIMEOUT_MS = 30_000
 T = TypeVar("T")
-
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or used (bad path, newer schema, corrupt file)."""
 
 
 def now_ms() -> int:
@@ -53,9 +59,13 @@ def _private_files(path: Path) -> None:
 class Store:
     """An open Helix store.  Use ``await Store.open(path)`` or ``async with``."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+    def __init__(self, db: aiosqlite.Connection, path: Path, readonly: bool = False) -> None:
         self.db = db
         self.path = path
+        self.readonly = readonly
+        self.identity = probe.identity(path)  # (dev, ino) of the file this connection opened
+        self.companions: dict[str, probe.Identity | None] = {}  # "-wal"/"-shm" -> (dev, ino)
+        self._head_fd: int | None = None  # kept open for ``check`` (see ``probe``)
         self._writer = writer.Writer(db._conn)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -70,36 +80,85 @@ class Store:
         return result
 
     @classmethod
-    async def open(cls, path: Path, *, readonly: bool = False) -> Store:
-        """Open (a writer creates) the store.  A writer makes the store's directory 0700 and
-        the database, its ``-wal`` and ``-shm`` 0600 whatever the umask, and fixes those of
-        a store an older version left readable by others (``helixd.filemodes``)."""
-        if readonly and not path.exists():
-            raise StoreError(f"no store at {path} (run `helixctl ingest` first)")
-        if not readonly:
-            try:
-                await asyncio.to_thread(_private_files, path)
-            except OSError as exc:
-                raise StoreError(f"cannot open store {path}: {exc}") from exc
+    async def open(
+        cls, path: Path, *, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
+    ) -> Store:
+        """Open (a writer creates) the store; a ``StoreFault`` when it cannot be used.  A
+        writer makes the store's directory 0700 and the database, its ``-wal`` and ``-shm``
+        0600 whatever the umask, and fixes those of a store an older version left readable
+        by others (``helixd.filemodes``)."""
+        fault = probe.condition(path, writing=not readonly)
+        if fault is not None:
+            raise fault
         try:
+            if not readonly:
+                await asyncio.to_thread(_private_files, path)
             if readonly:
                 db = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
             else:
                 db = await aiosqlite.connect(path, isolation_level=None)
         except Exception as exc:  # sqlite3.Error, OSError
-            raise StoreError(f"cannot open store {path}: {exc}") from exc
-        store = cls(db, path)
+            raise _fault(exc, path, "cannot open the store") from exc
+        store = cls(db, path, readonly)
         try:
-            await store._configure(readonly)
-        except Exception:
-            await db.close()
-            raise
+            await store._configure(readonly, busy_ms)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await db.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise _fault(exc, path, "cannot open the store") from exc
+        store.identity = probe.identity(path)
+        store.companions = {s: probe.identity(Path(f"{path}{s}")) for s in ("-wal", "-shm")}
+        with contextlib.suppress(OSError):
+            store._head_fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         return store
 
-    async def _configure(self, readonly: bool) -> None:
-        await self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    def drop_own_companions(self) -> None:
+        """After ``close``: remove the ``-wal``/``-shm`` files this connection used if they
+        are still at the path though its database file was deleted or replaced (SQLite
+        would replay that WAL into whatever file is at the path next)."""
+        for suffix, ident in self.companions.items():
+            companion = Path(f"{self.path}{suffix}")
+            if ident is not None and probe.identity(companion) == ident:
+                companion.unlink(missing_ok=True)
+
+    def check(self) -> StoreFault | None:
+        """Is the file at the path still the one this connection has open, still usable?
+        (a few ``stat`` calls and a 16-byte read: cheap enough for every commit cycle)."""
+        head = None
+        if self._head_fd is not None:
+            with contextlib.suppress(OSError):
+                head = os.pread(self._head_fd, len(SQLITE_MAGIC), 0)
+        return probe.condition(
+            self.path, writing=not self.readonly, opened=self.identity, head=head
+        )
+
+    async def backup_to(self, dest: Path) -> None:
+        """Copy the open database (committed state) into a new file ``dest``: how the
+        daemon puts back a store deleted under it (its connection can still read it)."""
+
+        def copy() -> None:
+            target = sqlite3.connect(dest, isolation_level=None)
+            try:
+                self.db._conn.backup(target)
+            finally:
+                target.close()
+
+        await self.run(copy)
+        os.chmod(dest, 0o600)
+
+    async def _configure(self, readonly: bool, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
+        await self.db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
         if readonly:
             return
+        async with self.db.execute(
+            "SELECT count(*), count(*) FILTER (WHERE name = 'migrations') FROM sqlite_master"
+            " WHERE type = 'table'"
+        ) as cur:
+            tables, ours = await cur.fetchone() or (0, 0)
+        if tables and not ours:  # someone else's database: never add tables to it
+            raise StoreFault("incompatible", self.path, f"not a Helix store ({tables} tables)")
         async with self.db.execute("SELECT count(*) FROM sqlite_master") as cur:
             row = await cur.fetchone()
         if row is not None and row[0] == 0:
@@ -126,7 +185,9 @@ class Store:
         known = {name for name, _ in MIGRATIONS}
         if done - known:
             newer = sorted(done - known)
-            raise StoreError(f"store {self.path} was written by a newer Helix ({newer})")
+            raise StoreFault(
+                "incompatible", self.path, f"written by a newer Helix: {', '.join(newer)}"
+            )
         for name, sql in MIGRATIONS:
             if name in done:
                 continue
@@ -140,11 +201,18 @@ class Store:
                 await self.db.executescript(script)
             except BaseException:
                 if self.db.in_transaction:
-                    await self.db.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):
+                        await self.db.execute("ROLLBACK")
                 raise
 
     async def close(self) -> None:
-        await self.db.close()
+        """Close the connection; an error of the close itself (a store already broken) is
+        not raised: the connection's thread stops either way."""
+        with contextlib.suppress(sqlite3.Error, ValueError):
+            await self.db.close()
+        if self._head_fd is not None:  # only now: closing it drops this process's locks
+            os.close(self._head_fd)
+            self._head_fd = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -287,3 +355,8 @@ class Store:
 
     def file_bytes(self) -> int:
         return evict.file_bytes(str(self.path))
+
+
+def _fault(exc: BaseException, path: Path, what: str) -> StoreError:
+    """The ``StoreFault`` behind ``exc``; a plain ``StoreError`` when it names none."""
+    return classify(exc, path) or StoreError(f"{what} {path}: {exc}")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from helixd.core.retention import Eviction, SessionUsage
+from helixd.store.faults import rollback
 
 # Page-level costs measured with dbstat on the store of the 1 GB bench corpus: a raw block
 # leaves ~974 bytes of slack (its last overflow page is half empty on average) and an event
@@ -154,7 +155,7 @@ def apply(
             )
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            rollback(con)
             raise
     return done
 

@@ -22,6 +22,7 @@ import zstandard
 
 from helixd.core.records import BadLine, Cursor, Event, Parsed, SessionInfo, UsageFact
 from helixd.core.signals import Signals
+from helixd.store.faults import rollback
 from helixd.store.keys import IN_CHUNK, key64
 from helixd.store.search_write import SearchIndexWriter, search_doc
 from helixd.store.signals_write import replace_signals
@@ -251,7 +252,7 @@ class Writer:
             result = work()
             self.commit_transaction()
         except BaseException:
-            self.con.execute("ROLLBACK")
+            rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             self.usage.forget()  # session ids created in the transaction can come again
             raise
         return result
@@ -555,5 +556,5 @@ class Writer:
             )
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
+            rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             raise

@@ -1,0 +1,244 @@
+"""The daemon's only writer: takes items off the work queue one at a time — a changed path,
+a reconcile scan, a session end, a store check — and never lets a failure stop it or drop
+an item.
+
+* A **store fault** (``helixd.store.faults``: locked, disk full, read-only, corrupt,
+  deleted, replaced …) puts the item back in the queue and the worker waits the store's
+  backoff (``StoreHealth``) before the next item: the work is delayed, never dropped, and
+  done as soon as the store works again — no new file event needed.
+* Any **other error** is the file's: it waits its own backoff (``FileFailures``, the item
+  deferred in the queue) while the other files go on.  A scan that fails on a file it
+  cannot name falls back to reading every file on its own, so the bad one is isolated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+
+from helixd.daemon.health import FileFailures, StoreHealth
+from helixd.daemon.scheduler import Scheduler
+from helixd.daemon.storeguard import StoreGuard
+from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.ingest.pipeline import Ingestor, SourceFailed, discover
+from helixd.sources.discover import unreadable_summary
+from helixd.sources.gate import Gate, Refused
+from helixd.store.database import Store
+from helixd.store.faults import classify
+
+log = structlog.get_logger("helixd")
+
+SESSION_END: Final = "\0end:"  # queue item: a session-end signal for the uid that follows
+CHECK_STORE: Final = "\0check-store"  # queue item: the store file changed under the daemon
+SCAN_DIR: Final = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
+INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the scheduled pass
+
+Analyze = Callable[[Store, int | None], Awaitable[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much one read takes (from the settings; they may change on SIGHUP)."""
+
+    chunk_bytes: int
+    max_line_bytes: int
+    max_read_bytes: int
+
+
+class Worker:
+    def __init__(
+        self,
+        store_path: Path,
+        queue: WorkQueue,
+        guard: StoreGuard,
+        health: StoreHealth,
+        files: FileFailures,
+        scheduler: Scheduler,
+        sources: Callable[[], Gate],
+        limits: Callable[[], Limits],
+        analyze: Analyze,
+    ) -> None:
+        self.store_path = store_path
+        self.queue, self.guard, self.health, self.files = queue, guard, health, files
+        self.scheduler = scheduler
+        self.sources, self.limits, self.analyze = sources, limits, analyze
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.wake = asyncio.Event()  # `helixctl rescan`: cut a backoff short
+        self.totals: dict[str, Any] = {
+            "files_read": 0,
+            "bytes_read": 0,
+            "events": 0,
+            "malformed_lines": 0,
+            "errors": 0,
+            "last_error": None,
+        }
+        self.unreadable: dict[str, str] = {}  # path -> reason, as the last reads found
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            item = await self.queue.get()
+            self.idle.clear()
+            try:
+                delay = await self.attempt(item)
+            finally:
+                self.idle.set()
+                self.queue.done()
+            if delay:
+                await self._pause(delay, stop)
+
+    async def _pause(self, seconds: float, stop: asyncio.Event) -> None:
+        """Wait out a backoff; a stop or `helixctl rescan` ends it early."""
+        self.wake.clear()
+        stopped = asyncio.ensure_future(stop.wait())
+        woken = asyncio.ensure_future(self.wake.wait())
+        try:
+            await asyncio.wait(
+                {stopped, woken}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopped.cancel()
+            woken.cancel()
+
+    async def attempt(self, item: str) -> float:
+        """Handle one item; a failure never stops the daemon and never drops the item.
+        Returns how long the worker waits before the next item (a store fault's backoff)."""
+        wait = self.files.wait_for(item)
+        if wait > 0:  # a failing file's backoff is not cut short by its file events
+            self.queue.defer(item, wait)
+            return 0.0
+        try:
+            async with self.guard.use() as store:
+                await self._handle(store, item)
+        except Exception as exc:
+            fault = classify(exc, self.store_path)
+            if fault is None:
+                self._item_failed(item, exc)
+                return 0.0
+            self.guard.noted(fault)
+            self.totals["last_error"] = str(fault)
+            self.queue.put(item)  # it waits for the store: delayed, never dropped
+            return self.health.failed("ingest", fault)
+        self.health.ok("ingest")
+        if item == CHECK_STORE:
+            self.health.ok("watch")
+        if not self.files.wait_for(item):  # not held back again by this very attempt
+            self.files.succeeded(item)
+        return 0.0
+
+    def _item_failed(self, item: str, exc: Exception) -> None:
+        """Not the store: the file (or, for a scan, one of the files) is at fault."""
+        self.totals["errors"] += 1
+        self.totals["last_error"] = f"{type(exc).__name__}: {exc}"
+        path = exc.path if isinstance(exc, SourceFailed) else item
+        if path.startswith("\0"):
+            # A scan failed on a file it cannot name: read every file on its own, so the
+            # failing one is held back and the others go on.
+            log.error("scan_failed", item=item.strip("\0"), error=str(exc), exc_info=exc)
+            for each in self._every_source():
+                self.queue.put(each)
+            return
+        log.error("ingest_failed", path=path, error=str(exc), exc_info=exc)
+        self.queue.defer(path, self.files.failed(path, f"{type(exc).__name__}: {exc}"))
+        if path != item:
+            self.queue.put(item)  # the scan goes on without the failing file
+
+    async def _handle(self, store: Store, item: str) -> None:
+        limits = self.limits()
+        ingestor = Ingestor(
+            store, chunk_bytes=limits.chunk_bytes, max_line_bytes=limits.max_line_bytes
+        )
+        if item == CHECK_STORE:
+            return  # `guard.use` has checked (and recovered) the store
+        if item.startswith(SESSION_END):
+            if await store.mark_ended(item[len(SESSION_END) :]):
+                await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
+            return
+        if item == RECONCILE:
+            await self._scan(store, ingestor)
+            return
+        if item.startswith(SCAN_DIR):
+            for path in await asyncio.to_thread(self._claimed_below, item[len(SCAN_DIR) :]):
+                self.queue.put(path)
+            return
+        try:
+            src = await asyncio.to_thread(self.sources().admit, item)
+        except Refused as exc:  # a link out of the roots, a name no adapter claims…
+            self.unreadable[item] = exc.reason
+            log.warning("path_refused", path=item, reason=exc.reason)
+            return
+        cursor = await store.cursor_for(src.path)
+        stats = await ingestor.ingest_file(src, cursor, limits.max_read_bytes)
+        self.unreadable.pop(src.path, None)
+        self.unreadable.update(stats.skipped_paths)
+        self._count_summary(stats.as_dict())
+        if stats.failed:
+            self._files_unreadable(stats.failed)
+            return
+        if stats.events or stats.files_gone:
+            # lookups see new lines at once
+            await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
+        if stats.more:
+            self.queue.put(item)  # come back after the others had their turn
+
+    async def _scan(self, store: Store, ingestor: Ingestor) -> None:
+        """The reconcile scan: every file not waiting out a backoff."""
+        held = {path for path in self.files.entries if self.files.wait_for(path)}
+        found = discover(self.sources(), held=held.__contains__)  # walked in a thread
+        stats = await self.scheduler.run_now(
+            "reconcile_scan", lambda: ingestor.backfill(found), reraise=True
+        )
+        self.unreadable = dict(stats.skipped_paths)
+        self._count_summary(stats.as_dict())
+        self._files_unreadable(stats.failed)
+        for path in self.files.entries.keys() - held - stats.failed.keys():
+            self.files.succeeded(path)
+        await self._analyze_after_ingest(store)
+
+    async def _analyze_after_ingest(self, store: Store, max_events: int | None = None) -> None:
+        """The digests of what was just read.  A digest that fails (not the store) is the
+        analyze pass's problem, not the file's: logged and left to the scheduled pass."""
+        try:
+            await self.analyze(store, max_events)
+        except Exception as exc:
+            if classify(exc, store.path) is not None:
+                raise
+            self.totals["errors"] += 1
+            self.totals["last_error"] = f"analyze: {type(exc).__name__}: {exc}"
+            log.error("analyze_failed", error=str(exc), exc_info=exc)
+
+    def _every_source(self) -> list[str]:
+        return [s.path for s in discover(self.sources()) if not self.files.wait_for(s.path)]
+
+    def _claimed_below(self, path: str) -> list[str]:
+        """(in a thread) The files below ``path`` some root's adapter claims (no link
+        followed; each still passes the gate when it is read)."""
+        found: list[str] = []
+        if os.path.islink(path):  # a linked directory: its files are not read through it
+            return found
+        gate = self.sources()
+        for dirpath, _, files in os.walk(path):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                if gate.claims(full):
+                    found.append(full)
+        return found
+
+    def unreadable_summary(self) -> dict[str, Any]:
+        return unreadable_summary(self.unreadable.items())
+
+    def _files_unreadable(self, failed: dict[str, str]) -> None:
+        for path, error in failed.items():
+            self.queue.defer(path, self.files.failed(path, error))
+
+    def _count_summary(self, summary: dict[str, Any]) -> None:
+        self.totals["files_read"] += summary["files_read"]
+        self.totals["bytes_read"] += summary["bytes"]
+        self.totals["events"] += summary["events"]
+        self.totals["malformed_lines"] += summary["malformed_lines"]
