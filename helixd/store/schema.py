@@ -385,4 +385,19 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
                 coalesce((SELECT max(id) FROM search_docs), 0));
         """,
     ),
+    (
+        "m007_edit_acceptance",
+        """
+        -- Whether the user accepted an edit: 1 applied, 0 rejected (a denied permission
+        -- prompt, a declined patch approval) or interrupted, NULL when the call failed on
+        -- its own or has no result (helixd/core/signals.py ``accepted_of``).
+        ALTER TABLE file_operations ADD COLUMN accepted INTEGER;
+        UPDATE file_operations SET accepted = CASE WHEN status = 'success' THEN 1
+            WHEN status IN ('rejected', 'interrupted') THEN 0 END;
+        -- The dashboard's time ranges over the signal tables.
+        CREATE INDEX tool_calls_ts ON tool_calls (ts);
+        CREATE INDEX test_runs_ts ON test_runs (ts);
+        CREATE INDEX file_operations_ts ON file_operations (ts);
+        """,
+    ),
 )

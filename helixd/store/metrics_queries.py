@@ -1,0 +1,348 @@
+"""Read queries of the dashboard's metrics: usage over time and by agent / repo / model, the
+sessions started per day, tool calls, file operations, test runs.
+
+Every metric reads a rollup or a Tier 2 signal table, never the events: usage from
+``usage_hours`` (hour x agent x model; when no repo is asked) or ``usage_buckets`` (15-minute
+bucket x session x model), signals from ``tool_calls``, ``file_operations``, ``test_runs``
+by their ``ts`` index, joined to ``sessions`` (a few thousand rows) for the agent and repo.
+A time slot is ``(epoch seconds + offset_s) // step_s``: days in a fixed UTC offset.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from helixd.store.queries import session_filter
+
+_COUNTERS: Final = (
+    "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
+    " sum({p}cache_write_1h), sum({p}reasoning), sum({p}responses)"
+)
+GROUPS: Final = ("", "agent", "repo", "model", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which rows: in ``[since, until)`` (epoch ms), of these agents, of a repo (name or
+    path), of a model (exact, or a dated variant of it)."""
+
+    since: int | None = None
+    until: int | None = None
+    agents: Sequence[str] = ()
+    repo: str | None = None
+    model: str | None = None
+
+
+def _model_clause(where: list[str], params: list[Any], column: str, model: str | None) -> None:
+    if model:
+        where.append(f"({column} = ? OR substr({column}, 1, ?) = ?)")
+        params.extend([model, len(model) + 1, model + "-"])
+
+
+def usage(
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, offset_s: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(slot, key, model, input, output, cache_read, cache_write_5m, cache_write_1h,
+    reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
+    ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
+    id).  Reads ``usage_hours`` when it can (no repo, no session grouping, whole hours)."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}")
+    hourly = (
+        not sc.repo
+        and group not in ("repo", "session")
+        and all(t is None or t % 3_600_000 == 0 for t in (sc.since, sc.until))
+    )
+    where: list[str] = []
+    params: list[Any] = []
+    if hourly:
+        unit, table, time_col = 3600, "usage_hours h", "h.hour"
+        if sc.agents:
+            where.append(f"h.agent IN ({','.join('?' * len(sc.agents))})")
+            params.extend(sc.agents)
+        key = {"": "''", "agent": "h.agent", "model": "h.model"}[group]
+        model_col, p = "h.model", "h."
+    else:
+        unit, table, time_col = (
+            900,
+            "usage_buckets b JOIN sessions s ON s.id = b.session_id",
+            "b.bucket",
+        )
+        session_filter(where, params, sc.agents, sc.repo)
+        key = {
+            "": "''",
+            "agent": "s.agent",
+            "repo": "coalesce(s.repo, '')",
+            "model": "b.model",
+            "session": "b.session_id",
+        }[group]
+        model_col, p = "b.model", "b."
+    if sc.since is not None:
+        where.append(f"{time_col} >= ?")
+        params.append(sc.since // (unit * 1000))
+    if sc.until is not None:
+        where.append(f"{time_col} < ?")
+        params.append(-(-sc.until // (unit * 1000)))
+    _model_clause(where, params, model_col, sc.model)
+    if step_s:
+        where.append(f"{time_col} > 0")  # usage of unknown time is in totals, not on a day
+    slot = f"({time_col} * {unit} + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
+    sql = (
+        f"SELECT {slot} AS slot, {key} AS k, {model_col}, {_COUNTERS.format(p=p)}"
+        f" FROM {table}{' WHERE ' + ' AND '.join(where) if where else ''}"
+        " GROUP BY slot, k, 3"
+    )
+    return con.execute(sql, params).fetchall()
+
+
+def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if sc.since is not None:
+        where.append(f"{alias}.{time_col} >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append(f"{alias}.{time_col} < ?")
+        params.append(sc.until)
+    sess: list[str] = []
+    session_filter(sess, params, sc.agents, sc.repo)
+    where.extend(sess)
+    join = f" JOIN sessions s ON s.id = {alias}.session_id" if sess else ""
+    return join + (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def sessions_started(
+    con: sqlite3.Connection, sc: Scope, step_s: int, offset_s: int = 0
+) -> list[tuple[int, str, int, int]]:
+    """``(slot, agent, sessions, messages)`` of the sessions started per time slot."""
+    where = ["s.messages > 0", "s.started_at IS NOT NULL"]
+    params: list[Any] = []
+    session_filter(where, params, sc.agents, sc.repo)
+    if sc.since is not None:
+        where.append("s.started_at >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append("s.started_at < ?")
+        params.append(sc.until)
+    _model_clause(where, params, "s.model", sc.model)
+    return con.execute(
+        f"SELECT (s.started_at / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, s.agent,"
+        f" count(*), sum(s.messages) FROM sessions s WHERE {' AND '.join(where)}"
+        " GROUP BY slot, s.agent",
+        params,
+    ).fetchall()
+
+
+def session_totals(con: sqlite3.Connection, sc: Scope) -> tuple[int, int, int, int, int]:
+    """``(sessions, messages, agents, repos, models)`` active in the scope."""
+    where = ["s.messages > 0"]
+    params: list[Any] = []
+    session_filter(where, params, sc.agents, sc.repo)
+    if sc.since is not None:
+        where.append("coalesce(s.ended_at, s.started_at) >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append("s.started_at < ?")
+        params.append(sc.until)
+    _model_clause(where, params, "s.model", sc.model)
+    row = con.execute(
+        "SELECT count(*), coalesce(sum(s.messages), 0), count(DISTINCT s.agent),"
+        " count(DISTINCT s.repo), count(DISTINCT s.model) FROM sessions s"
+        f" WHERE {' AND '.join(where)}",
+        params,
+    ).fetchone()
+    return (int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+
+
+# Duration histogram slots: ln(ms + 1) * 8 (each slot ~13 % wide), for percentiles without
+# fetching every duration.
+DURATION_SLOTS_PER_E: Final = 8
+
+
+def tools(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
+    """``(tool, status, calls, duration slot, durations known, sum of durations, max)``:
+    tool calls by tool, result status and duration slot (NULL slot: no duration)."""
+    where, params = _signal_scope(sc, "t")
+    return con.execute(
+        "SELECT t.tool, t.status, count(*),"
+        f" CAST(ln(t.duration_ms + 1) * {DURATION_SLOTS_PER_E} AS INTEGER) AS slot,"
+        " count(t.duration_ms), sum(t.duration_ms), max(t.duration_ms)"
+        f" FROM tool_calls t{where} GROUP BY t.tool, t.status, slot",
+        params,
+    ).fetchall()
+
+
+def tools_over_time(
+    con: sqlite3.Connection, sc: Scope, step_s: int, offset_s: int = 0
+) -> list[tuple[int, str, int]]:
+    """``(slot, status, calls)``."""
+    where, params = _signal_scope(sc, "t")
+    return con.execute(
+        f"SELECT (t.ts / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, t.status, count(*)"
+        f" FROM tool_calls t{where}{' AND' if where else ' WHERE'} t.ts IS NOT NULL"
+        " GROUP BY slot, t.status",
+        params,
+    ).fetchall()
+
+
+def files(con: sqlite3.Connection, sc: Scope, limit: int) -> list[tuple[Any, ...]]:
+    """``(path, language, operations, writes, sessions, lines added, lines removed,
+    accepted, rejected, last ts)`` of the most operated-on files."""
+    where, params = _signal_scope(sc, "f")
+    return con.execute(
+        "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
+        " count(DISTINCT f.session_id), sum(f.lines_added), sum(f.lines_removed),"
+        " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts)"
+        f" FROM file_operations f{where} GROUP BY f.file_path"
+        " ORDER BY count(*) DESC, f.file_path LIMIT ?",
+        [*params, int(limit)],
+    ).fetchall()
+
+
+def file_slots(
+    con: sqlite3.Connection, sc: Scope, paths: Sequence[str], step_s: int, offset_s: int = 0
+) -> list[tuple[str, int, int]]:
+    """``(path, slot, operations)`` of these files."""
+    if not paths:
+        return []
+    where, params = _signal_scope(sc, "f")
+    marks = ",".join("?" * len(paths))
+    return con.execute(
+        f"SELECT f.file_path, (f.ts / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, count(*)"
+        f" FROM file_operations f{where}{' AND' if where else ' WHERE'} f.ts IS NOT NULL"
+        f" AND f.file_path IN ({marks}) GROUP BY f.file_path, slot",
+        [*params, *paths],
+    ).fetchall()
+
+
+def acceptance(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
+    """``(language, operation, operations, accepted, rejected, lines added, lines removed)``."""
+    where, params = _signal_scope(sc, "f")
+    return con.execute(
+        "SELECT coalesce(f.language, ''), f.operation, count(*), sum(f.accepted = 1),"
+        " sum(f.accepted = 0), sum(f.lines_added), sum(f.lines_removed)"
+        f" FROM file_operations f{where} GROUP BY 1, 2",
+        params,
+    ).fetchall()
+
+
+def test_runs(
+    con: sqlite3.Connection, sc: Scope, limit: int, offset: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(session uid, call seq, ts, command, framework, passed, failed, skipped, status,
+    duration ms, repo, agent)``, newest first."""
+    where, params = _signal_scope(sc, "t")
+    join = "" if " JOIN sessions s" in where else " JOIN sessions s ON s.id = t.session_id"
+    return con.execute(
+        "SELECT s.uid, t.call_seq, t.ts, t.command, t.framework, t.passed, t.failed,"
+        f" t.skipped, t.status, t.duration_ms, s.repo, s.agent FROM test_runs t{join}{where}"
+        " ORDER BY t.ts IS NULL, t.ts DESC LIMIT ? OFFSET ?",
+        [*params, int(limit), int(offset)],
+    ).fetchall()
+
+
+def test_totals(
+    con: sqlite3.Connection, sc: Scope, step_s: int | None, offset_s: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(slot, framework, command, status, runs, tests passed, tests failed, tests
+    skipped)`` by time slot (None: one slot, 0)."""
+    where, params = _signal_scope(sc, "t")
+    slot = f"(t.ts / 1000 + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
+    return con.execute(
+        f"SELECT {slot} AS slot, t.framework, CASE WHEN t.framework IS NULL THEN t.command END,"
+        " t.status, count(*), sum(t.passed), sum(t.failed), sum(t.skipped)"
+        f" FROM test_runs t{where} GROUP BY slot, 2, 3, t.status",
+        params,
+    ).fetchall()
+
+
+def session_usage_rows(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(ts, model, input, output, cache_read, cache_write_5m, cache_write_1h)`` of each
+    response credited to the session, in time order."""
+    return con.execute(
+        "SELECT ts, model, input, output, cache_read, cache_write_5m, cache_write_1h"
+        " FROM usage WHERE session_id = ? ORDER BY ts",
+        (session_id,),
+    ).fetchall()
+
+
+def session_event_marks(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, kind, is_error)`` of every event of the session (its timeline)."""
+    return con.execute(
+        "SELECT seq, ts, kind, is_error FROM events WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+
+
+def session_tool_calls(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(call_seq, result_seq, ts, tool, target, status, duration_ms)`` in order."""
+    return con.execute(
+        "SELECT call_seq, result_seq, ts, tool, target, status, duration_ms FROM tool_calls"
+        " WHERE session_id = ? ORDER BY call_seq",
+        (session_id,),
+    ).fetchall()
+
+
+def session_file_operations(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, operation, path, language, lines added, lines removed, status,
+    accepted)`` in order."""
+    return con.execute(
+        "SELECT seq, ts, operation, file_path, language, lines_added, lines_removed, status,"
+        " accepted FROM file_operations WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+
+
+def uids_of(con: sqlite3.Connection, ids: Sequence[int]) -> list[str]:
+    """The uids of these sessions (those that exist)."""
+    out: list[str] = []
+    for i in range(0, len(ids), 500):
+        part = list(ids[i : i + 500])
+        out.extend(
+            r[0]
+            for r in con.execute(
+                f"SELECT uid FROM sessions WHERE id IN ({','.join('?' * len(part))})", part
+            )
+        )
+    return out
+
+
+def choices(con: sqlite3.Connection) -> dict[str, list[str]]:
+    """The agents, repos and models there are sessions of (for filter menus)."""
+    return {
+        "agents": [r[0] for r in con.execute("SELECT DISTINCT agent FROM sessions ORDER BY 1")],
+        "repos": [
+            r[0]
+            for r in con.execute(
+                "SELECT repo FROM sessions WHERE repo IS NOT NULL AND messages > 0"
+                " GROUP BY repo ORDER BY count(*) DESC, repo LIMIT 200"
+            )
+        ],
+        "models": [
+            r[0] for r in con.execute("SELECT DISTINCT model FROM usage_hours ORDER BY 1 LIMIT 200")
+        ],
+    }
+
+
+def session_rows(con: sqlite3.Connection, uids: Sequence[str]) -> list[dict[str, Any]]:
+    """These sessions' rows (as ``session_queries.list_sessions`` gives them), in no order."""
+    from helixd.store.session_queries import SESSION_NAMES
+
+    cols = ", ".join(f"s.{c}" for c in SESSION_NAMES)
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(uids), 500):
+        part = list(uids[i : i + 500])
+        for r in con.execute(
+            f"SELECT {cols}, json_extract(d.json, '$.first_prompt'),"
+            " json_extract(d.json, '$.outcome') FROM sessions s"
+            " LEFT JOIN digests d ON d.session_id = s.id"
+            f" WHERE s.uid IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            row = dict(zip(SESSION_NAMES, r, strict=False))
+            row["first_prompt"], row["outcome"] = r[-2], r[-1]
+            out.append(row)
+    return out
