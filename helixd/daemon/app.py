@@ -31,6 +31,8 @@ from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
 from helixd.core import protocol
+from helixd.core.commits import CommitHub
+from helixd.daemon import webhost
 from helixd.daemon.control import Control
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
@@ -72,6 +74,9 @@ class Daemon:
             "errors": 0,
             "last_error": None,
         }
+        self.hub = CommitHub()  # the writer's commits, for the live feed (and whoever listens)
+        self.web: Any = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -83,6 +88,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         _raise_fd_limit()
         self.store = await Store.open(self.settings.store.db)
+        self.store.on_commit = self.hub.publish
         try:
             self.watcher = Watcher(
                 self.index, self.queue.put, self._scan_dir, lambda: self.queue.put(RECONCILE)
@@ -104,7 +110,9 @@ class Daemon:
                     every_s=self.settings.daemon.fallback_scan_seconds,
                 )
             self.scheduler.start()
+            self.web = self._start_web()
             async with asyncio.TaskGroup() as tg:
+                web = tg.create_task(self.web.serve()) if self.web else None
                 worker = tg.create_task(self._worker())
                 tg.create_task(self._status_loop())
                 tg.create_task(self._watchdog_loop())
@@ -120,6 +128,10 @@ class Daemon:
                 await self.stop_event.wait()
                 notify("STOPPING=1")
                 log.info("stopping")
+                if web is not None:
+                    self.web.stop()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(web), 5)
                 await self._drain(worker)
                 raise _Stop
         except* _Stop:
@@ -128,6 +140,33 @@ class Daemon:
             await self._close()
         log.info("stopped")
         return 0
+
+    def _start_web(self) -> Any:
+        """The HTTP API and dashboard (``[web]``), or None (disabled, or the port is taken:
+        the daemon goes on without it)."""
+        w = self.settings.web
+
+        async def import_now() -> dict[str, Any]:
+            self.queue.put(RECONCILE)
+            return {"queued": ["reconcile"]}
+
+        async def renormalize_now() -> dict[str, Any]:
+            task = asyncio.create_task(self.scheduler.run_now("renormalize", self._job_renormalize))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return {"queued": ["renormalize"]}
+
+        return webhost.start(
+            enabled=w.enabled,
+            host=w.host,
+            port=w.port,
+            allowed_hosts=w.allowed_hosts,
+            store_db=self.settings.store.db,
+            prices=self.prices,
+            hub=self.hub,
+            actions={"import": import_now, "renormalize": renormalize_now},
+            status=self.snapshot,
+        )
 
     async def _drain(self, worker: asyncio.Task[None]) -> None:
         """Let the item in flight finish (its batches commit), then cancel the worker."""
@@ -348,6 +387,7 @@ class Daemon:
             "queue": {"pending": q.pending, "in_progress": q.in_progress, "processed": q.processed},
             "ingest": dict(self.totals),
             "jobs": self.scheduler.describe(),
+            "web": self.web.describe() if self.web else None,
             "updated_at": time.time(),
         }
 
