@@ -64,6 +64,7 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
         XDG_DATA_HOME=str(home / ".local/share"),
         HELIX_STATE_DIR=str(home / ".local/state/helix"),
         HELIX_SOCKET=str(short_socket(db)),
+        HELIX_WEB__PORT="0",  # any free port: tests run side by side
         **extra,
     )
     return env

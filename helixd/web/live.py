@@ -47,9 +47,7 @@ class LiveFeed:
     def __init__(self, reads: Reads, prices: Any) -> None:
         self.reads = reads
         self.prices = prices
-        inbox: tuple[MemoryObjectSendStream[Commit], MemoryObjectReceiveStream[Commit]]
-        inbox = anyio.create_memory_object_stream[Commit](math.inf)
-        self._inbox_send, self._inbox = inbox
+        self._inbox_send: MemoryObjectSendStream[Commit] | None = None  # while ``run`` runs
         self._clients: set[MemoryObjectSendStream[bytes]] = set()
         self._last_metrics = 0.0
         self.closing = anyio.Event()
@@ -61,18 +59,22 @@ class LiveFeed:
 
     def on_commit(self, commit: Commit) -> None:
         """The hub's listener (on the event loop's thread; never blocks)."""
-        if self._clients:
+        if self._clients and self._inbox_send is not None:
             self._inbox_send.send_nowait(commit)
 
     async def run(self) -> None:
         """The feed task: commits in, messages out, until ``close``."""
-        async with self._inbox:
-            async for first in self._inbox:
+        inbox: MemoryObjectReceiveStream[Commit]
+        self._inbox_send, inbox = anyio.create_memory_object_stream[Commit](math.inf)
+        if self.closing.is_set():
+            self._inbox_send.close()
+        async with inbox:
+            async for first in inbox:
                 batch = [first]
                 with anyio.move_on_after(GATHER_S):
                     try:
                         while True:
-                            batch.append(await self._inbox.receive())
+                            batch.append(await inbox.receive())
                     except anyio.EndOfStream:
                         pass
                 try:
@@ -140,4 +142,5 @@ class LiveFeed:
         for client in list(self._clients):
             client.close()
         self._clients.clear()
-        self._inbox_send.close()
+        if self._inbox_send is not None:
+            self._inbox_send.close()
