@@ -9,7 +9,6 @@ fixed UTC offset ``offset_s`` the face chooses (the page's zone).  Cost is at to
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -120,7 +119,7 @@ def summary(
         _add(tok, {k: v[k] for k in v if k != "cost_usd"}, v["cost_usd"])
     active_days = {s["slot"] for s in usage["slots"]}
     days = {slot for slot, *_ in mq.sessions_started(con, sc, DAY, offset_s)}
-    tools_doc = tools(con, sc)
+    tools_doc = tools(con, sc, percentiles=False)
     tests_doc = test_summary(con, sc)
     acc = acceptance(con, sc)
     input_side = tok.get("input", 0) + tok.get("cache_read", 0) + tok.get("cache_write", 0)
@@ -167,13 +166,26 @@ def costs(
     top: int = 10,
 ) -> dict[str, Any]:
     """Cost over time by ``group``, the totals by agent, repo and model, and the sessions
-    that cost most."""
+    that cost most (one read of the usage per session and model for all of those)."""
     from helixd.query.detail import session_cards
 
     over_time = usage_series(con, sc, prices, group, step, offset_s)
-    by = {g: usage_series(con, sc, prices, g, None)["totals"] for g in ("agent", "repo", "model")}
-    per_session = usage_series(con, sc, prices, "session", None)["totals"]
-    top_ids = [int(k) for k in list(per_session)[:top]]
+    keys = mq.session_keys(con)
+    by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    per_session: dict[int, dict[str, Any]] = {}
+    for _slot, sid, model, *c in mq.usage(con, sc, "session", None):
+        t = _tokens_of(c)
+        usd = cost(prices, model, c[:5])
+        agent, repo = keys.get(int(sid), ("", ""))
+        for dim, key in (("agent", agent), ("repo", repo), ("model", model)):
+            _add(by[dim].setdefault(key, {}), t, usd)
+        _add(per_session.setdefault(int(sid), {}), t, usd)
+
+    def ranked(d: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        order = sorted(d, key=lambda k: (-d[k]["cost_usd"], -d[k]["total"], str(k)))
+        return {k: _round_costs(d[k]) for k in order}
+
+    top_ids = list(ranked(per_session))[:top]
     cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
     total = sum(v["cost_usd"] for v in by["agent"].values())
     days = len(over_time["slots"]) or 1
@@ -183,68 +195,66 @@ def costs(
         "cost_usd": round(total, 6),
         "daily_average_usd": round(total / days, 6) if step == "day" else None,
         "over_time": over_time,
-        "by_agent": by["agent"],
-        "by_repo": by["repo"],
-        "by_model": by["model"],
+        "by_agent": ranked(by["agent"]),
+        "by_repo": ranked(by["repo"]),
+        "by_model": ranked(by["model"]),
         "top_sessions": [
-            {**cards[i], "cost_in_range_usd": per_session[str(i)]["cost_usd"]}
+            {**cards[i], "cost_in_range_usd": round(per_session[i]["cost_usd"], 6)}
             for i in top_ids
             if i in cards
         ],
     }
 
 
-def _percentile(hist: Mapping[int, int], n: int, q: float) -> int | None:
-    """The ``q`` quantile of durations from their histogram of ``ln(ms+1) * 8`` slots (the
-    geometric middle of the slot, ~6 % off at most)."""
-    if not n:
-        return None
-    rank = q * (n - 1)
-    seen = 0
-    for slot in sorted(hist):
-        seen += hist[slot]
-        if seen > rank:
-            mid = math.exp((slot + 0.5) / mq.DURATION_SLOTS_PER_E) - 1
-            return max(0, round(mid))
-    return None
+MAX_SLOTS: Final = 400
+
+
+def _slots(lo: int, hi: int, step_s: int, offset_s: int) -> list[int]:
+    first = (lo // 1000 + offset_s) // step_s
+    last = (hi // 1000 + offset_s) // step_s
+    return list(range(first, min(last, first + MAX_SLOTS - 1) + 1))
 
 
 def tools(
-    con: sqlite3.Connection, sc: Scope, step: str | None = None, offset_s: int = 0
+    con: sqlite3.Connection,
+    sc: Scope,
+    step: str | None = None,
+    offset_s: int = 0,
+    percentiles: bool = True,
 ) -> dict[str, Any]:
     """Per tool: calls, results by status, success rate (of calls with a result), and
-    duration p50 / p95 / mean / max; totals; calls per slot by status with ``step``."""
+    duration p50 / p95 (exact: an offset into the duration index; with ``percentiles``) /
+    mean / max; totals; calls per slot by status with ``step``."""
     per: dict[str, dict[str, Any]] = {}
-    hists: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for tool, status, n, slot, known, total_ms, max_ms in mq.tools(con, sc):
+    for tool, status, n, known, total_ms, max_ms in mq.tools(con, sc):
         t = per.setdefault(
-            tool,
-            {"tool": tool, "calls": 0, "by_status": {}, "_known": 0, "_sum": 0, "max_ms": None},
+            tool, {"tool": tool, "calls": 0, "by_status": {}, "timed": 0, "_sum": 0, "max_ms": None}
         )
         t["calls"] += n
         t["by_status"][status] = t["by_status"].get(status, 0) + n
         if known:
-            t["_known"] += known
+            t["timed"] += known
             t["_sum"] += total_ms or 0
             t["max_ms"] = max(t["max_ms"] or 0, max_ms or 0)
-            hists[tool][slot] += known
     rows = []
     all_status: dict[str, int] = {}
     for tool, t in per.items():
         answered = t["calls"] - t["by_status"].get("missing", 0)
-        known = t.pop("_known")
-        total_ms = t.pop("_sum")
-        for s, n in t["by_status"].items():
-            all_status[s] = all_status.get(s, 0) + n
+        known, total_ms = t["timed"], t.pop("_sum")
+        for st, n in t["by_status"].items():
+            all_status[st] = all_status.get(st, 0) + n
         rows.append(
             t
             | {
                 "success_rate": _rate(t["by_status"].get(_OK, 0), answered),
                 "errors": t["by_status"].get("error", 0),
-                "p50_ms": _percentile(hists[tool], known, 0.5),
-                "p95_ms": _percentile(hists[tool], known, 0.95),
+                "p50_ms": mq.duration_at(con, sc, tool, (known - 1) // 2)
+                if known and percentiles
+                else None,
+                "p95_ms": mq.duration_at(con, sc, tool, int(0.95 * (known - 1)))
+                if known and percentiles
+                else None,
                 "mean_ms": round(total_ms / known) if known else None,
-                "timed": known,
             }
         )
     rows.sort(key=lambda r: (-r["calls"], r["tool"]))
@@ -260,13 +270,19 @@ def tools(
     }
     if step:
         step_s = STEPS[step]
-        slots: dict[int, dict[str, int]] = defaultdict(dict)
-        for slot, status, n in mq.tools_over_time(con, sc, step_s, offset_s):
-            slots[slot][status] = n
-        doc["over_time"] = [
-            {"slot": s, "start": _slot_start(s, step_s, offset_s), "by_status": slots[s]}
-            for s in sorted(slots)
-        ]
+        span = mq.tool_span(con)
+        lo = sc.since if sc.since is not None else span[0] if span else None
+        hi = sc.until if sc.until is not None else span[1] + 1 if span else None
+        over: list[dict[str, Any]] = []
+        if lo is not None and hi is not None and calls:
+            for slot in _slots(lo, hi, step_s, offset_s):
+                start = (slot * step_s - offset_s) * 1000
+                found = dict(
+                    mq.tools_between(con, sc, max(start, lo), min(start + step_s * 1000, hi))
+                )
+                if found:
+                    over.append({"slot": slot, "start": iso(start), "by_status": found})
+        doc["over_time"] = over
     return doc
 
 

@@ -99,6 +99,8 @@ def usage(
 
 
 def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, list[Any]]:
+    """`` WHERE …`` of a signal table's rows in the scope (the session filter as a
+    subquery, so that the table's own indexes still serve)."""
     where: list[str] = []
     params: list[Any] = []
     if sc.since is not None:
@@ -108,10 +110,14 @@ def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, lis
         where.append(f"{alias}.{time_col} < ?")
         params.append(sc.until)
     sess: list[str] = []
-    session_filter(sess, params, sc.agents, sc.repo)
-    where.extend(sess)
-    join = f" JOIN sessions s ON s.id = {alias}.session_id" if sess else ""
-    return join + (" WHERE " + " AND ".join(where) if where else ""), params
+    sess_params: list[Any] = []
+    session_filter(sess, sess_params, sc.agents, sc.repo)
+    if sess:
+        where.append(
+            f"{alias}.session_id IN (SELECT s.id FROM sessions s WHERE {' AND '.join(sess)})"
+        )
+        params.extend(sess_params)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def sessions_started(
@@ -157,34 +163,46 @@ def session_totals(con: sqlite3.Connection, sc: Scope) -> tuple[int, int, int, i
     return (int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
 
 
-# Duration histogram slots: ln(ms + 1) * 8 (each slot ~13 % wide), for percentiles without
-# fetching every duration.
-DURATION_SLOTS_PER_E: Final = 8
+TOOL_STATUSES: Final = ("success", "error", "rejected", "interrupted", "missing")
 
 
 def tools(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
-    """``(tool, status, calls, duration slot, durations known, sum of durations, max)``:
-    tool calls by tool, result status and duration slot (NULL slot: no duration)."""
+    """``(tool, status, calls, calls timed, sum of durations, max duration)``."""
     where, params = _signal_scope(sc, "t")
     return con.execute(
-        "SELECT t.tool, t.status, count(*),"
-        f" CAST(ln(t.duration_ms + 1) * {DURATION_SLOTS_PER_E} AS INTEGER) AS slot,"
-        " count(t.duration_ms), sum(t.duration_ms), max(t.duration_ms)"
-        f" FROM tool_calls t{where} GROUP BY t.tool, t.status, slot",
+        "SELECT t.tool, t.status, count(*), count(t.duration_ms), sum(t.duration_ms),"
+        f" max(t.duration_ms) FROM tool_calls t INDEXED BY tool_calls_stats{where}"
+        " GROUP BY t.tool, t.status",
         params,
     ).fetchall()
 
 
-def tools_over_time(
-    con: sqlite3.Connection, sc: Scope, step_s: int, offset_s: int = 0
-) -> list[tuple[int, str, int]]:
-    """``(slot, status, calls)``."""
+def duration_at(con: sqlite3.Connection, sc: Scope, tool: str, rank: int) -> int | None:
+    """The ``rank``-th smallest duration (0-based) of the tool's timed calls in the scope:
+    an offset walk of the (tool, duration) index."""
     where, params = _signal_scope(sc, "t")
+    cond = where.replace(" WHERE ", " AND ", 1)
+    row = con.execute(
+        "SELECT t.duration_ms FROM tool_calls t INDEXED BY tool_calls_durations"
+        f" WHERE t.tool = ? AND t.duration_ms IS NOT NULL{cond}"
+        " ORDER BY t.duration_ms LIMIT 1 OFFSET ?",
+        [tool, *params, int(rank)],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def tool_span(con: sqlite3.Connection) -> tuple[int, int] | None:
+    """The first and last tool call time (ms)."""
+    row = con.execute("SELECT min(ts), max(ts) FROM tool_calls WHERE ts > 0").fetchone()
+    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
+
+
+def tools_between(con: sqlite3.Connection, sc: Scope, lo: int, hi: int) -> list[tuple[str, int]]:
+    """``(status, calls)`` of the calls in ``[lo, hi)`` (ms) in the scope (a range of the ts
+    index)."""
+    where, params = _signal_scope(Scope(lo, hi, sc.agents, sc.repo), "t")
     return con.execute(
-        f"SELECT (t.ts / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, t.status, count(*)"
-        f" FROM tool_calls t{where}{' AND' if where else ' WHERE'} t.ts IS NOT NULL"
-        " GROUP BY slot, t.status",
-        params,
+        f"SELECT t.status, count(*) FROM tool_calls t{where} GROUP BY t.status", params
     ).fetchall()
 
 
@@ -346,3 +364,8 @@ def session_rows(con: sqlite3.Connection, uids: Sequence[str]) -> list[dict[str,
             row["first_prompt"], row["outcome"] = r[-2], r[-1]
             out.append(row)
     return out
+
+
+def session_keys(con: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    """``{session id: (agent, repo or '')}`` of every session (a few thousand rows)."""
+    return {int(i): (a, r or "") for i, a, r in con.execute("SELECT id, agent, repo FROM sessions")}

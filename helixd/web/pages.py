@@ -21,7 +21,7 @@ from helixd.web.reads import Reads
 from helixd.web.render import environment, money, session_url, shape
 
 HERE = Path(__file__).parent
-PAGE_EVENTS: Final = 150
+PAGE_EVENTS: Final = 100
 VIEWS: Final = (
     ("overview", "/", "Overview"),
     ("sessions", "/sessions", "Sessions"),

@@ -54,7 +54,9 @@ class WebServer:
         the URL.  Raises OSError when the address cannot be bound."""
         o = self.options
         family = socket.AF_INET6 if ":" in o.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto TCP (not 0): asyncio then sets TCP_NODELAY on each accepted connection, else
+        # a keep-alive answer written in two pieces waits ~40 ms for the delayed ACK
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((o.host, o.port))
