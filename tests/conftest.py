@@ -19,6 +19,7 @@ from helixd.store.database import Store
 
 if TYPE_CHECKING:
     from tests.daemon_helpers import Helixd
+    from tests.web_helpers import Served
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -112,3 +113,11 @@ def daemon(home: Path, tmp_path: Path) -> Iterator[Helixd]:
     yield d
     if d.proc is not None and d.proc.poll() is None:
         d.stop(signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A real ``helixd`` serving the web face over the corpus fixtures (one per module)."""
+    from tests.web_helpers import serve
+
+    yield from serve(tmp_path_factory.mktemp("web"))

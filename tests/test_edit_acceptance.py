@@ -35,14 +35,14 @@ def _codex(declined: bool) -> bytes:
     return _lines(
         {"timestamp": t(0), "type": "session_meta",
          "payload": {"id": "11111111-2222-4333-8444-666666666666", "cwd": "/w/acc"}},
-        {"timestamp": t(1), "type": "turn_context", "payload": {"model": "gpt-5.2", "cwd": "/w/acc"}},
+        {"timestamp": t(1), "type": "turn_context", "payload": {"model": "gpt-5.2", "cwd": "/w/acc"}},  # noqa: E501
         {"timestamp": t(2), "type": "response_item",
-         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bump x"}]}},
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bump x"}]}},  # noqa: E501
         {"timestamp": t(3), "type": "response_item",
-         "payload": {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c1", "input": PATCH}},
+         "payload": {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c1", "input": PATCH}},  # noqa: E501
         {"timestamp": t(4), "type": "response_item",
          "payload": {"type": "custom_tool_call_output", "call_id": "c1",
-                     "output": orjson.dumps({"output": out, "metadata": {"exit_code": 1 if declined else 0}}).decode()}},
+                     "output": orjson.dumps({"output": out, "metadata": {"exit_code": 1 if declined else 0}}).decode()}},  # noqa: E501
     )  # fmt: skip
 
 
@@ -59,13 +59,13 @@ def _claude(sid: str, rejected: bool) -> bytes:
     if rejected:
         result["is_error"] = True
     return _lines(
-        {**base, "uuid": "u1", "timestamp": t(1), "message": {"role": "user", "content": "edit a.ts"}},
+        {**base, "uuid": "u1", "timestamp": t(1), "message": {"role": "user", "content": "edit a.ts"}},  # noqa: E501
         {**base, "type": "assistant", "uuid": "u2", "parentUuid": "u1", "timestamp": t(2),
          "requestId": "r1",
          "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5",
                      "usage": {"input_tokens": 10, "output_tokens": 5},
                      "content": [{"type": "tool_use", "id": "toolu_1", "name": "Edit",
-                                  "input": {"file_path": "/w/acc/a.ts", "old_string": "a", "new_string": "b"}}]}},
+                                  "input": {"file_path": "/w/acc/a.ts", "old_string": "a", "new_string": "b"}}]}},  # noqa: E501
         {**base, "uuid": "u3", "parentUuid": "u2", "timestamp": t(3),
          "message": {"role": "user", "content": [result]},
          **({"toolUseResult": "User rejected tool use"} if rejected else {})},

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from helixd.web import openapi
 from helixd.web.app import build_app
 from helixd.web.options import WebOptions
-from tests.web_helpers import CLAUDE, PARENT, Served, served  # noqa: F401
+from tests.web_helpers import CLAUDE, PARENT, Served
 
 u = quote
 
@@ -74,9 +74,7 @@ def test_messages_carry_tool_inputs_outputs_and_turn_costs_and_page(served: Serv
         e for e in page["events"] if e["kind"] == "tool_call" and '"ls -la"' in (e["payload"] or "")
     )
     result = next(
-        e
-        for e in page["events"]
-        if e["kind"] == "tool_result" and e["call_id"] == call["call_id"]
+        e for e in page["events"] if e["kind"] == "tool_result" and e["call_id"] == call["call_id"]
     )
     assert "total" in result["payload"] and result["status"] == "success"
     turns = page["turns"]
@@ -129,9 +127,10 @@ def test_metrics_answer_and_agree_with_each_other(served: Served) -> None:
     assert abs(sum(v["cost_usd"] for v in costs["by_model"].values()) - costs["cost_usd"]) < 1e-4
     by_day = sum(s["by"][k]["cost_usd"] for s in costs["over_time"]["slots"] for k in s["by"])
     assert by_day <= costs["cost_usd"] + 1e-6
-    assert costs["top_sessions"][0]["cost_in_range_usd"] >= costs["top_sessions"][-1][
-        "cost_in_range_usd"
-    ]
+    assert (
+        costs["top_sessions"][0]["cost_in_range_usd"]
+        >= costs["top_sessions"][-1]["cost_in_range_usd"]
+    )
     tokens = served.get(f"/api/metrics/tokens?{q}&group=model&step=week")
     assert tokens["keys"] and tokens["step"] == "week"
     tools = served.get(f"/api/metrics/tools?{q}")

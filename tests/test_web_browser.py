@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.daemon_helpers import line, project
-from tests.web_helpers import CLAUDE, PARENT, Served, served  # noqa: F401
+from tests.web_helpers import CLAUDE, PARENT, Served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -54,7 +54,7 @@ def test_every_view_loads_without_a_console_error_in_light_and_dark(
 ) -> None:
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
-        for path in (*VIEWS, f"/sessions/{quote(CLAUDE)}", f"/costs?range=all&group=model"):
+        for path in (*VIEWS, f"/sessions/{quote(CLAUDE)}", "/costs?range=all&group=model"):
             page.goto(served.url.rstrip("/") + path)
             page.wait_for_load_state("load")
             assert page.locator("main").count() == 1, path

@@ -14,7 +14,7 @@ import pytest
 
 from helixd.web.security import host_name, load_token
 from tests.daemon_helpers import SID, line, project, wait_for
-from tests.web_helpers import Served, served  # noqa: F401
+from tests.web_helpers import Served
 
 
 def _token(s: Served) -> str:
@@ -45,9 +45,7 @@ def test_a_foreign_host_header_is_refused(served: Served) -> None:
 
 
 def test_no_cors_and_a_strict_content_security_policy(served: Served) -> None:
-    status, headers, _ = served.request(
-        "/api/sessions", headers={"Origin": "https://evil.example"}
-    )
+    status, headers, _ = served.request("/api/sessions", headers={"Origin": "https://evil.example"})
     assert status == 200
     assert not [h for h in headers if h.startswith("access-control-")]
     status, headers, _ = served.request(
@@ -69,9 +67,7 @@ def test_mutating_endpoints_need_the_token_and_the_same_origin(served: Served) -
         status, _, _ = served.request(path, method="POST", headers={"X-Helix-Token": "nope"})
         assert status == 403
         status, _, _ = served.request(
-            path,
-            method="POST",
-            headers={"X-Helix-Token": token, "Origin": "http://evil.example"},
+            path, method="POST", headers={"X-Helix-Token": token, "Origin": "http://evil.example"}
         )
         assert status == 403
         status, _, body = served.request(
@@ -144,9 +140,7 @@ def test_the_live_feed_pushes_a_new_session_and_its_next_line_within_a_second(
     path = project(served.home) / f"{SID}.jsonl"
     written = time.monotonic()
     path.write_bytes(line(0, text="live feed first line"))
-    wait_for(
-        lambda: any(k == "session:new" for _, k, _ in got), 5, "session:new on the live feed"
-    )
+    wait_for(lambda: any(k == "session:new" for _, k, _ in got), 5, "session:new on the live feed")
     new = next((at, d) for at, k, d in got if k == "session:new")
     assert new[1]["session"]["uid"] == f"claude:{SID}"  # type: ignore[index]
     assert new[0] - written < 1.0

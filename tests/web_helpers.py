@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
-
 from tests.conftest import FIXTURES, REPO
 from tests.daemon_helpers import Helixd, wait_for
 
@@ -89,8 +87,3 @@ def serve(tmp: Path) -> Iterator[Served]:
     finally:
         if d.proc is not None and d.proc.poll() is None:
             d.stop()
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from serve(tmp_path_factory.mktemp("web"))
