@@ -117,10 +117,18 @@ def hbars(
     return Markup("".join(out))
 
 
-def _level(v: float, top: float) -> int:
-    if v <= 0 or top <= 0:
-        return 0
-    return min(4, 1 + int(v / top * 4 - 1e-9)) if v < top else 4
+def _scale(values: Sequence[float]) -> Callable[[float], int]:
+    """Heat level 0-4 of a value: 0 for nothing, then the quartile of the non-zero values it
+    falls in (one busy outlier does not wash out the rest)."""
+    nz = sorted(v for v in values if v > 0)
+    if not nz:
+        return lambda v: 0
+    cuts = [nz[min(len(nz) - 1, int(len(nz) * q))] for q in (0.25, 0.5, 0.75)]
+
+    def level(v: float) -> int:
+        return 0 if v <= 0 else 1 + sum(v > c for c in cuts)
+
+    return level
 
 
 def calendar(days: Sequence[Mapping[str, Any]], key: str, *, label: str = "activity") -> Markup:
@@ -130,7 +138,7 @@ def calendar(days: Sequence[Mapping[str, Any]], key: str, *, label: str = "activ
     by_slot = {int(d["slot"]): d for d in days}
     first, last = min(by_slot), max(by_slot)
     first -= (first + 3) % 7  # back to a Monday (epoch day 0 was a Thursday)
-    top = max(float(d[key]) for d in days) or 1.0
+    level = _scale([float(d[key]) for d in days])
     cell, gap, pad_l, pad_t = 12, 2, 28, 14
     weeks = (last - first) // 7 + 1
     w, h = pad_l + weeks * (cell + gap), pad_t + 7 * (cell + gap)
@@ -149,7 +157,7 @@ def calendar(days: Sequence[Mapping[str, Any]], key: str, *, label: str = "activ
             month = when.month
             body.append(f'<text class="tick" x="{x}" y="10">{when:%b}</text>')
         body.append(
-            f'<rect class="h{_level(v, top)}" x="{x}" y="{y}" width="{cell}" height="{cell}"'
+            f'<rect class="h{level(v)}" x="{x}" y="{y}" width="{cell}" height="{cell}"'
             f' rx="2"><title>{when:%a %b %-d %Y}: {v:,.0f} {escape(key)}</title></rect>'
         )
     return Markup(
@@ -162,9 +170,9 @@ WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def weekday_hours(grid: Sequence[Sequence[int]], *, label: str = "by day and hour") -> Markup:
-    top = max((max(r) for r in grid), default=0)
-    if not top:
+    if not any(any(r) for r in grid):
         return Markup('<p class="empty">No activity in this period</p>')
+    level = _scale([float(v) for r in grid for v in r])
     cell, gap, pad_l, pad_t = 22, 3, 34, 16
     w, h = pad_l + 24 * (cell + gap), pad_t + 7 * (cell + gap)
     body = [
@@ -178,7 +186,7 @@ def weekday_hours(grid: Sequence[Sequence[int]], *, label: str = "by day and hou
         for hr, v in enumerate(row):
             x = pad_l + hr * (cell + gap)
             body.append(
-                f'<rect class="h{_level(v, top)}" x="{x}" y="{y}" width="{cell}" height="{cell}"'
+                f'<rect class="h{level(v)}" x="{x}" y="{y}" width="{cell}" height="{cell}"'
                 f' rx="3"><title>{WEEKDAYS[r]} {hr:02d}:00: {v:,} responses</title></rect>'
             )
     return Markup(
@@ -197,7 +205,7 @@ def matrix(
     """Rows x time slots (the files heatmap)."""
     if not rows or not slots:
         return Markup('<p class="empty">No file operations in this period</p>')
-    top = max((max(c.values(), default=0) for c in cells.values()), default=0) or 1
+    level = _scale([float(v) for c in cells.values() for v in c.values()])
     cell, gap = 14, 2
     w = len(slots) * (cell + gap)
     h = len(rows) * (cell + gap)
@@ -207,7 +215,7 @@ def matrix(
         for c, s in enumerate(slots):
             v = row.get(str(s["slot"]), 0)
             body.append(
-                f'<rect class="h{_level(v, top)}" x="{c * (cell + gap)}" y="{r * (cell + gap)}"'
+                f'<rect class="h{level(v)}" x="{c * (cell + gap)}" y="{r * (cell + gap)}"'
                 f' width="{cell}" height="{cell}" rx="2"><title>{escape(path)} · week of'
                 f" {escape(_day(s.get('start'), True))}: {v} operations</title></rect>"
             )
