@@ -135,11 +135,17 @@ def test_a_line_appended_to_a_transcript_appears_on_its_open_page_within_a_secon
     assert not page.errors, page.errors
 
 
-def test_a_big_page_is_usable_within_a_second(served: Served, page: Any) -> None:
+def test_a_big_session_opens_a_page_at_a_time(served: Served, page: Any) -> None:
+    """The page holds one page of events and loads the next on demand (what keeps a session
+    of thousands of events usable within a second: bench/api.py measures it; the bound here
+    only catches a page that renders everything)."""
+    from helixd.web.pages import PAGE_EVENTS
+
     start = time.monotonic()
     page.goto(served.url + f"sessions/{CLAUDE}")
     page.wait_for_selector("#events .ev")
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 5
+    assert page.locator("#events .ev").count() <= PAGE_EVENTS
     more = page.locator("button.load[data-after]")
     assert more.count() == 1
     before = page.locator("#events .ev").count()
