@@ -89,11 +89,12 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def idle(env: dict[str, str], seconds: float) -> dict[str, float]:
-    """CPU % and RSS of a daemon left alone for ``seconds`` (after catching up)."""
+def idle(env: dict[str, str], seconds: float, settle: float) -> dict[str, float]:
+    """CPU % and RSS of a daemon left alone for ``seconds`` (after catching up and
+    ``settle`` seconds for its start-up passes)."""
     proc = start(env)
     try:
-        time.sleep(3)
+        time.sleep(settle)
         c0, t0 = cpu_s(proc.pid), time.monotonic()
         time.sleep(seconds)
         cpu = (cpu_s(proc.pid) - c0) / (time.monotonic() - t0) * 100
@@ -216,6 +217,7 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=30)
     ap.add_argument("--budget-ms", type=float, default=50)
     ap.add_argument("--skip-idle", action="store_true")
+    ap.add_argument("--settle-seconds", type=float, default=20)
     ap.add_argument(
         "--big-session", type=int, default=5000,
         help="write a session of about this many events into the corpus HOME (0: none)",
@@ -270,8 +272,9 @@ def main() -> int:
         stop(proc)
     idle_on = idle_off = None
     if not a.skip_idle:
-        idle_on = idle(env, a.idle_seconds)
-        idle_off = idle(env_for(a.home, db, state, web=False), a.idle_seconds)
+        off = env_for(a.home, db, state, web=False)
+        idle_off = idle(off, a.idle_seconds, a.settle_seconds)
+        idle_on = idle(env, a.idle_seconds, a.settle_seconds)
     shutil.rmtree(state, ignore_errors=True)
     width = max(len(r["path"]) for r in rows)
     print(f"{'endpoint':<{width}}  status  p50 ms  p95 ms  max ms  cpu p50  cpu p95    bytes")

@@ -3,7 +3,9 @@ and the pages (``pages.py``), behind the Host/Origin guard (``security.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -16,12 +18,53 @@ from helixd.web import openapi
 from helixd.web.api import JSON, Api, problem
 from helixd.web.live import LiveFeed
 from helixd.web.options import WebOptions
-from helixd.web.pages import Pages
 from helixd.web.params import BadParam
 from helixd.web.reads import Reads
 from helixd.web.security import Guard, load_token
 
 HERE = Path(__file__).parent
+# page path -> the ``Pages`` method that answers it
+PAGES: Final = (
+    ("/", "overview"),
+    ("/sessions", "sessions"),
+    ("/sessions/{uid}", "session"),
+    ("/sessions/{uid}/events", "events"),
+    ("/search", "search"),
+    ("/files", "files"),
+    ("/tools", "tools"),
+    ("/costs", "costs"),
+    ("/tests", "tests"),
+)
+
+
+class LazyPages:
+    """The pages, loaded at the first page asked for: Jinja2, the templates and the charts
+    cost an idle daemon nothing until someone opens the dashboard."""
+
+    def __init__(self, reads: Reads, prices: tuple[str, Any], token: str) -> None:
+        self.args = (reads, prices, token)
+        self._pages: Any = None
+
+    def get(self) -> Any:
+        if self._pages is None:
+            from helixd.web.pages import Pages
+
+            self._pages = Pages(*self.args)
+        return self._pages
+
+    def handler(self, name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def page(request: Request) -> Response:
+            result: Response = await getattr(self.get(), name)(request)
+            return result
+
+        return page
+
+    def routes(self) -> list[Route]:
+        return [Route(path, self.handler(name)) for path, name in PAGES]
+
+    async def error(self, request: Request, status: int, message: str) -> Response:
+        result: Response = await self.get().error(request, status, message)
+        return result
 
 
 def build_app(o: WebOptions) -> tuple[Starlette, LiveFeed, Reads]:
@@ -29,7 +72,7 @@ def build_app(o: WebOptions) -> tuple[Starlette, LiveFeed, Reads]:
     token = load_token(o.token_path)
     api = Api(reads, (o.prices[0], o.prices[1]), token, dict(o.actions), o.status)
     feed = LiveFeed(reads, o.prices[1])
-    pages = Pages(reads, (o.prices[0], o.prices[1]), token)
+    pages = LazyPages(reads, (o.prices[0], o.prices[1]), token)
 
     async def live(request: Request) -> Response:
         return StreamingResponse(

@@ -12,7 +12,6 @@ from typing import Any, Final
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
 
 from helixd import __version__
 from helixd.query import detail, metrics, search, sessions, transcript
@@ -40,19 +39,6 @@ class Pages:
         self.token = token
         self.env = environment(HERE / "templates")
         self._choices: tuple[float, dict[str, list[str]]] = (0.0, {})
-
-    def routes(self) -> list[Route]:
-        return [
-            Route("/", self.overview),
-            Route("/sessions", self.sessions),
-            Route("/sessions/{uid}", self.session),
-            Route("/sessions/{uid}/events", self.events),
-            Route("/search", self.search),
-            Route("/files", self.files),
-            Route("/tools", self.tools),
-            Route("/costs", self.costs),
-            Route("/tests", self.tests),
-        ]
 
     async def _choices_now(self) -> dict[str, list[str]]:
         at, found = self._choices
