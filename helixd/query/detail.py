@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from helixd.core.timeparse import iso
-from helixd.core.usage_report import Prices, cost
+from helixd.core.usage_report import Prices, cost, price_for
 from helixd.query.sessions import _costs, _title
 from helixd.store import metrics_queries as mq
 
@@ -49,14 +49,17 @@ def turns(
         seq: {"tokens": 0, "cost_usd": 0.0, "responses": 0, "models": []} for _, seq in starts
     }
     i = 0
-    for ts, model, *c in mq.session_usage_rows(con, session["id"]):
-        if ts is None or ts < starts[0][0]:
-            continue
+    end = mq.next_prompt_at(con, session["id"], events[-1]["seq"])
+    rates: dict[str, dict[str, Any]] = {}  # model -> its price alone (one lookup per model)
+    for ts, model, *c in mq.session_usage_rows(con, session["id"], starts[0][0], end):
         while i + 1 < len(starts) and ts >= starts[i + 1][0]:
             i += 1
         turn = out[starts[i][1]]
         turn["tokens"] += sum(int(x or 0) for x in c)
-        turn["cost_usd"] += cost(prices, model, c)
+        if model not in rates:
+            found = price_for(prices, model)
+            rates[model] = {model: found} if found is not None else {}
+        turn["cost_usd"] += cost(rates[model], model, c)
         turn["responses"] += 1
         if model not in turn["models"]:
             turn["models"].append(model)

@@ -277,14 +277,26 @@ def test_totals(
     ).fetchall()
 
 
-def session_usage_rows(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+def session_usage_rows(
+    con: sqlite3.Connection, session_id: int, lo: int, hi: int | None
+) -> list[tuple[Any, ...]]:
     """``(ts, model, input, output, cache_read, cache_write_5m, cache_write_1h)`` of each
-    response credited to the session, in time order."""
+    response credited to the session in ``[lo, hi)`` (ms), in time order."""
     return con.execute(
         "SELECT ts, model, input, output, cache_read, cache_write_5m, cache_write_1h"
-        " FROM usage WHERE session_id = ? ORDER BY ts",
-        (session_id,),
+        " FROM usage WHERE session_id = ? AND ts >= ? AND ts < ? ORDER BY ts",
+        (session_id, lo, hi if hi is not None else 2**62),
     ).fetchall()
+
+
+def next_prompt_at(con: sqlite3.Connection, session_id: int, after_seq: int) -> int | None:
+    """The time of the session's first user message after ``after_seq``."""
+    row = con.execute(
+        "SELECT ts FROM events WHERE session_id = ? AND seq > ? AND kind = 'user_msg'"
+        " AND ts IS NOT NULL ORDER BY seq LIMIT 1",
+        (session_id, after_seq),
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 def session_event_marks(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
