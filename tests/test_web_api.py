@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 from urllib.parse import quote
 
 from helixd.web import openapi
@@ -187,3 +188,8 @@ def test_a_page_of_a_big_session_answers_fast(served: Served) -> None:
     start = time.perf_counter()
     status, _, _ = served.request(f"/sessions/{u(CLAUDE)}")
     assert status == 200 and time.perf_counter() - start < 1.5
+
+
+def test_helixctl_web_says_when_no_daemon_serves_the_page(helixctl: Any) -> None:
+    proc = helixctl("web", check=False)
+    assert proc.returncode == 3 and "helixd is not running" in proc.stderr

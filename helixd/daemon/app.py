@@ -110,13 +110,12 @@ class Daemon:
                     every_s=self.settings.daemon.fallback_scan_seconds,
                 )
             self.scheduler.start()
-            self.web = self._start_web()
             async with asyncio.TaskGroup() as tg:
-                web = tg.create_task(self.web.serve()) if self.web else None
                 worker = tg.create_task(self._worker())
                 tg.create_task(self._status_loop())
                 tg.create_task(self._watchdog_loop())
                 tg.create_task(self._renormalize_when_idle())
+                web = tg.create_task(self._serve_web())
                 notify(f"READY=1\nSTATUS=watching {len(self.index.roots())} roots")
                 log.info(
                     "started",
@@ -128,10 +127,10 @@ class Daemon:
                 await self.stop_event.wait()
                 notify("STOPPING=1")
                 log.info("stopping")
-                if web is not None:
+                if self.web is not None:
                     self.web.stop()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(web), 5)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(web), 5)
                 await self._drain(worker)
                 raise _Stop
         except* _Stop:
@@ -140,6 +139,18 @@ class Daemon:
             await self._close()
         log.info("stopped")
         return 0
+
+    async def _serve_web(self) -> None:
+        """The web face, once the worker and the status are running (its modules are
+        imported in a thread: the loop keeps serving meanwhile)."""
+        if not self.settings.web.enabled:
+            return
+        await asyncio.to_thread(webhost.preload)
+        if self.stop_event.is_set():
+            return
+        self.web = self._start_web()
+        if self.web is not None:
+            await self.web.serve()
 
     def _start_web(self) -> Any:
         """The HTTP API and dashboard (``[web]``), or None (disabled, or the port is taken:
@@ -397,7 +408,7 @@ class Daemon:
         last: Any = None
         while True:
             snap = self.snapshot()
-            key = (snap["queue"], snap["ingest"], snap["jobs"], snap["roots"])
+            key = (snap["queue"], snap["ingest"], snap["jobs"], snap["roots"], snap["web"])
             if key != last:
                 await asyncio.to_thread(self.status.write, snap)
                 notify(

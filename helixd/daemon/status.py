@@ -82,6 +82,7 @@ def gather(db: Path, store_facts: dict[str, Any] | None, budget: dict[str, int])
             queue=published.get("queue"),
             ingest=published.get("ingest"),
             jobs=published.get("jobs"),
+            web=published.get("web"),
         )
     size = store_bytes(db)
     doc: dict[str, Any] = {

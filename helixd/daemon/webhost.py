@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 log = structlog.get_logger("helixd")
 
 
+def preload() -> None:
+    """Import the web stack (for a worker thread, so that the event loop does not wait)."""
+    import helixd.web.server  # noqa: F401
+
+
 def token_path() -> Path:
     """The per-user token of the mutating endpoints (0600, in the state directory)."""
     return paths.state_dir() / "web-token"
