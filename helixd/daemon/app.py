@@ -141,11 +141,13 @@ class Daemon:
         return 0
 
     async def _serve_web(self) -> None:
-        """The web face, once the worker and the status are running (its modules are
-        imported in a thread: the loop keeps serving meanwhile)."""
+        """The web face, once the worker and the status are running.  (Its modules are
+        imported here, on the loop: imported in a worker thread, the background
+        re-normalization at start failed — tests/test_renormalize.py.)"""
         if not self.settings.web.enabled:
             return
-        await asyncio.to_thread(webhost.preload)
+        await asyncio.sleep(0)  # the other tasks take their first step
+        webhost.preload()
         if self.stop_event.is_set():
             return
         self.web = self._start_web()
