@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import click
 
 from helixd.cli.common import EXIT_STORE, echo_json, read_settings
+
+STARTING_S = 5.0
 
 
 def _desktop() -> bool:
@@ -36,8 +39,14 @@ def web(ctx: click.Context, no_open: bool, as_json: bool) -> None:
             err=True,
         )
         ctx.exit(EXIT_STORE)
-    published = StatusFile(db).read() or {}
-    url = (published.get("web") or {}).get("url")
+    url = None
+    deadline = time.monotonic() + STARTING_S  # a daemon just started publishes it in ~2 s
+    while True:
+        published = StatusFile(db).read() or {}
+        url = (published.get("web") or {}).get("url")
+        if url or time.monotonic() > deadline or holder(db) is None:
+            break
+        time.sleep(0.2)
     if not url:
         click.echo(
             "helixctl: helixd serves no web page ([web] enabled = false, or its port was"
