@@ -86,6 +86,15 @@ class RetentionSettings(_Section):
     stage_payloads_first: bool = True
 
 
+class WebSettings(_Section):
+    """The dashboard and HTTP API ``helixd`` serves (``helixctl web`` prints its address)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"  # loopback; another address exposes the store to that network
+    port: int = Field(default=7777, ge=0, le=65535)  # 0: any free port
+    allowed_hosts: list[str] = Field(default_factory=list)  # Host header names also accepted
+
+
 class ModelPrice(_Section):
     """USD per million tokens; a field left out keeps the bundled table's value for that
     model (0 for a model the table does not know)."""
@@ -117,6 +126,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     prices: PriceSettings = Field(default_factory=PriceSettings)
 

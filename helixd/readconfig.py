@@ -84,6 +84,7 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
             "stage_payloads_first",
         }
     ),
+    "web": frozenset({"enabled", "host", "port", "allowed_hosts"}),
     "agents": frozenset(),  # a table per agent: AGENT_KEYS
     "prices": frozenset({"table", "models"}),
 }
@@ -203,7 +204,7 @@ def _helix_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 _SIMPLE_ENV: Final = re.compile(
     r"helix_(store_db|store__db|prices__table|retention__[a-z0-9_]+|agents__[a-z0-9_-]+__(roots|enabled)"
-    r"|(ingest|daemon|retention)__[a-z0-9_]+|config|socket|state_dir|log.*)"
+    r"|(ingest|daemon|retention|web)__[a-z0-9_]+|config|socket|state_dir|log.*)"
 )
 _OUR_SECTIONS: Final = ("helix_store", "helix_prices", "helix_retention", "helix_agents")
 

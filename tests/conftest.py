@@ -19,6 +19,7 @@ from helixd.store.database import Store
 
 if TYPE_CHECKING:
     from tests.daemon_helpers import Helixd
+    from tests.web_helpers import Served
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -64,6 +65,7 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
         XDG_DATA_HOME=str(home / ".local/share"),
         HELIX_STATE_DIR=str(home / ".local/state/helix"),
         HELIX_SOCKET=str(short_socket(db)),
+        HELIX_WEB__PORT="0",  # any free port: tests run side by side
         **extra,
     )
     return env
@@ -128,3 +130,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _CACHE_KEY = pytest.StashKey[Path]()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A real ``helixd`` serving the web face over the corpus fixtures (one per module)."""
+    from tests.web_helpers import serve
+
+    yield from serve(tmp_path_factory.mktemp("web"))

@@ -77,7 +77,9 @@ class Helixd:
 
         def done() -> bool:
             doc = orjson.loads(self.ctl("status", "--json").stdout)
-            q = doc["daemon"].get("queue") or {}
+            if "queue" not in doc["daemon"]:
+                return False  # not published yet: the start-up scan may still be queued
+            q = doc["daemon"]["queue"] or {}
             return (
                 doc["ingest_lag"]["bytes"] == 0
                 and not q.get("pending")

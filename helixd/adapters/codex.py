@@ -51,7 +51,8 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import in_window, record_type
 
 NAME: Final = "codex"
-VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
+VERSION: Final = 3  # 2: tool results carry a status and the test counts of their output;
+# 3: a call the user declined (exec / patch approval) is a rejected result
 REPLAY_GAP_MS: Final = 1_000
 IGNORED_TYPES: Final = frozenset({"", "world_state", "inter_agent_communication_metadata"})
 BARE_ITEMS: Final = frozenset(

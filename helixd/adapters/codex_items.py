@@ -50,6 +50,9 @@ OUTPUT_ITEMS: Final = frozenset(
      "local_shell_call_output", "mcp_tool_call_output"}
 )  # fmt: skip
 SILENT_ITEMS: Final = frozenset({"ghost_snapshot"})
+# What Codex hands the model when the user declines an approval prompt (its human denials
+# are normalized to exactly these): the call was rejected, not failed.
+DENIALS: Final = frozenset({"exec command rejected by user", "patch rejected by user"})
 INJECTED: Final = (
     "# AGENTS.md", "<environment_context>", "<INSTRUCTIONS>", "<user_instructions>",
     "<permissions instructions>", "<collaboration_mode>", "<turn_aborted>", "<skill>",
@@ -307,6 +310,7 @@ class ItemMapper(UsageMapper):
         tool = self.pending.pop(call_id, None) if call_id else None
         out = p.get("output", p.get("tools"))
         text, failed = _exit_status(out, p)
+        rejected = text.strip() in DENIALS
         self.emit(
             "tool_result",
             role="tool",
@@ -315,9 +319,19 @@ class ItemMapper(UsageMapper):
             summary=shorten(text),
             is_error=failed,
             payload=dump(out) if out is not None else None,
-            **result_signals(tool, text, failed=failed),
+            **result_signals(tool, text, failed=failed, rejected=rejected),
         )
-        if failed:
+        if rejected:  # the user said no: an intervention, not an error
+            self.emit(
+                "human_intervention",
+                ":human",
+                role="user",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(text),
+                body=text,
+            )
+        elif failed:
             self.emit(
                 "error",
                 ":error",

@@ -45,6 +45,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "mcp": ("helixd.cli.mcpcmd", "mcp"),
     "statusline": ("helixd.cli.mcpcmd", "statusline"),
     "completion": ("helixd.cli.complete", "completion"),
+    "web": ("helixd.cli.web", "web"),
 }
 
 

@@ -50,7 +50,9 @@ def _session_id(stdin: TextIO) -> str | None:
 
 
 # HELIX_* variables that change nothing the status line reads through the config.
-_OWN_VARIABLES = ("HELIX_STORE_DB", "HELIX_CACHE_DIR", "HELIX_SOCKET", "HELIX_STATE_DIR")
+# The settings the line reads (the store, the prices); other HELIX_* settings (the daemon's,
+# the web server's) do not change it and do not cost it the settings reader.
+_READ_SETTINGS = ("HELIX_STORE__", "HELIX_PRICES__")
 
 
 def _settings(config: str | None) -> tuple[Path, Path | None, Mapping[str, Mapping[str, float]]]:
@@ -61,7 +63,9 @@ def _settings(config: str | None) -> tuple[Path, Path | None, Mapping[str, Mappi
     from helixd.paths import config_path_in_use, default_store_path
 
     path = config_path_in_use(None if config is None else Path(config))
-    configured = any(k.startswith("HELIX_") and k not in _OWN_VARIABLES for k in os.environ)
+    configured = "HELIX_CONFIG" in os.environ or any(
+        k.upper().startswith(_READ_SETTINGS) for k in os.environ
+    )
     if not configured and not path.is_file():
         db = os.environ.get("HELIX_STORE_DB")
         return (Path(db).expanduser() if db else default_store_path()), None, {}

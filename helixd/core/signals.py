@@ -8,7 +8,11 @@ Each signal points at the events it came from (``seq`` within the session):
   the time from call to result;
 * **test runs**: a call whose command runs a test suite (or whose output carries a test
   summary), with the passed / failed / skipped counts the adapter read from the output;
-* **file operations**: path, operation, lines added / removed and language of each edit;
+* **file operations**: path, operation, lines added / removed and language of each edit, and
+  whether the user accepted it (``accepted``: the edit call succeeded; not accepted: the
+  user rejected it — a denied Claude permission prompt, a declined Codex patch approval, a
+  cancelled Gemini confirmation — or stepped in while it waited; unknown when it failed on
+  its own or no result was recorded);
 * **errors** (fingerprinted), **retries** (a call repeating a call that failed: same tool,
   same command or path; ``ref_seq`` is the failed call) and **human interventions**.
 
@@ -108,6 +112,18 @@ class FileOperation:
     lines_added: int
     lines_removed: int
     status: str | None  # the edit call's result status
+    accepted: bool | None = None  # see ``accepted_of``
+
+
+def accepted_of(status: str | None) -> bool | None:
+    """Whether the user accepted an edit, from its call's result status: applied (``success``)
+    yes; ``rejected`` / ``interrupted`` (the user said no, or stepped in) no; a tool error or
+    a missing result is not the user's decision (None)."""
+    if status == "success":
+        return True
+    if status in ("rejected", "interrupted"):
+        return False
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +271,7 @@ class _Extraction:
         if not path:
             return
         result = self.result_of(row)
+        status = _result_status(result) if result else None
         self.out.file_operations.append(
             FileOperation(
                 row[0],
@@ -264,7 +281,8 @@ class _Extraction:
                 language_of(path) if path else None,
                 int(row[13] or 0),
                 int(row[14] or 0),
-                _result_status(result) if result else None,
+                status,
+                accepted_of(status),
             )
         )
 
@@ -311,6 +329,7 @@ def summarize(sig: Signals) -> dict[str, Any]:
     last = sig.test_runs[-1] if sig.test_runs else None
     languages: dict[str, int] = {}
     paths: set[str] = set()
+    decided = [op.accepted for op in sig.file_operations if op.accepted is not None]
     for op in sig.file_operations:
         paths.add(op.file_path)
         if op.language:
@@ -343,5 +362,7 @@ def summarize(sig: Signals) -> dict[str, Any]:
             "lines_added": sum(op.lines_added for op in sig.file_operations),
             "lines_removed": sum(op.lines_removed for op in sig.file_operations),
             "by_language": dict(sorted(languages.items())),
+            "accepted": sum(decided),
+            "rejected": len(decided) - sum(decided),
         },
     }

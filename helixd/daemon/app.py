@@ -38,6 +38,8 @@ from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
 from helixd.core import protocol
+from helixd.core.commits import CommitHub
+from helixd.daemon import webhost
 from helixd.daemon.control import Control
 from helixd.daemon.health import FileFailures, StoreHealth
 from helixd.daemon.notify import notify, watchdog_interval
@@ -90,6 +92,10 @@ class Daemon:
             self._limits,
             self._analyze,
         )
+        self.hub = CommitHub()  # the writer's commits, for the live feed (and whoever listens)
+        self.guard.on_open = self._opened
+        self.web: Any = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -127,6 +133,7 @@ class Daemon:
                 tg.create_task(self._status_loop())
                 tg.create_task(self._watchdog_loop())
                 tg.create_task(self._renormalize_when_idle())
+                web = tg.create_task(self._serve_web())
                 notify(f"READY=1\nSTATUS=watching {len(self.index.roots())} roots")
                 log.info(
                     "started",
@@ -138,6 +145,10 @@ class Daemon:
                 await self.stop_event.wait()
                 notify("STOPPING=1")
                 log.info("stopping")
+                if self.web is not None:
+                    self.web.stop()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(web), 5)
                 await self._drain(worker)
                 raise _Stop
         except* _Stop:
@@ -146,6 +157,47 @@ class Daemon:
             await self._close()
         log.info("stopped")
         return 0
+
+    async def _serve_web(self) -> None:
+        """The web face, once the worker and the status are running.  (Its modules are
+        imported here, on the loop: imported in a worker thread, the background
+        re-normalization at start failed — tests/test_renormalize.py.)"""
+        if not self.settings.web.enabled:
+            return
+        await asyncio.sleep(0)  # the other tasks take their first step
+        webhost.preload()
+        if self.stop_event.is_set():
+            return
+        self.web = self._start_web()
+        if self.web is not None:
+            await self.web.serve()
+
+    def _start_web(self) -> Any:
+        """The HTTP API and dashboard (``[web]``), or None (disabled, or the port is taken:
+        the daemon goes on without it)."""
+        w = self.settings.web
+
+        async def import_now() -> dict[str, Any]:
+            self.queue.put(RECONCILE)
+            return {"queued": ["reconcile"]}
+
+        async def renormalize_now() -> dict[str, Any]:
+            task = asyncio.create_task(self.scheduler.run_now("renormalize", self._job_renormalize))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return {"queued": ["renormalize"]}
+
+        return webhost.start(
+            enabled=w.enabled,
+            host=w.host,
+            port=w.port,
+            allowed_hosts=w.allowed_hosts,
+            store_db=self.settings.store.db,
+            prices=self.prices,
+            hub=self.hub,
+            actions={"import": import_now, "renormalize": renormalize_now},
+            status=self.snapshot,
+        )
 
     async def _drain(self, worker: asyncio.Task[None]) -> None:
         """Let the item in flight finish (its batches commit), then cancel the worker."""
@@ -263,6 +315,11 @@ class Daemon:
             return None
         self.guard.noted(fault)
         return self.health.failed(name, fault)
+
+    def _opened(self, store: Store) -> None:
+        """Each store the guard opens (at start, or again after a fault) tells the hub of
+        its commits (the live feed of the web face)."""
+        store.on_commit = self.hub.publish
 
     def _reopened(self, reason: str) -> None:
         """The store was put back, replaced or reopened: re-check every source against it
@@ -393,6 +450,7 @@ class Daemon:
             "store_identity": self.guard.store.identity if self.guard.store else None,
             "failing_files": self.files.describe(),
             "status_file_error": self.status_error,
+            "web": self.web.describe() if self.web else None,
             "updated_at": time.time(),
         }
 

@@ -98,6 +98,7 @@ def gather(
             store_fault=published.get("store_fault"),
             failing_files=published.get("failing_files"),
             status_file_error=published.get("status_file_error"),
+            web=published.get("web"),
         )
     size = store_bytes(db)
     doc: dict[str, Any] = {

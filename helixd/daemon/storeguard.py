@@ -46,11 +46,16 @@ class StoreGuard:
         self.path = path
         self.busy_ms = busy_ms
         self.on_reopened = on_reopened  # called with the reason after a reopen
+        self.on_open: Callable[[Store], None] | None = None  # called with each store opened
         self.store: Store | None = None
         self._reopen = False
         self._users = 0
         self._recovering = False
         self._cond = asyncio.Condition()
+
+    def _opened(self) -> None:
+        if self.on_open is not None and self.store is not None:
+            self.on_open(self.store)
 
     @property
     def _restoring(self) -> Path:
@@ -100,6 +105,7 @@ class StoreGuard:
             if not self.path.exists() and self._restoring.exists():
                 os.replace(self._restoring, self.path)  # a put-back cut short after its copy
             self.store = await Store.open(self.path, busy_ms=self.busy_ms)
+            self._opened()
             self._reopen = False
             return
         fault = self.store.check()
@@ -122,6 +128,7 @@ class StoreGuard:
             if old.check() is not None:  # deleted or replaced: its WAL must not be replayed
                 old.drop_own_companions()
         self.store = await Store.open(self.path, busy_ms=self.busy_ms)
+        self._opened()
         self._reopen = False
         log.warning("store_reopened", store=str(self.path), reason=reason)
         self.on_reopened(reason)
@@ -145,6 +152,7 @@ class StoreGuard:
         os.replace(tmp, self.path)
         log.warning("store_restored", store=str(self.path), reason=fault.detail)
         self.store = await Store.open(self.path, busy_ms=self.busy_ms)
+        self._opened()
         self._reopen = False
         self.on_reopened("restored")
 

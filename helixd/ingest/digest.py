@@ -12,10 +12,10 @@ Helix adds: provisional (and closed_by: session end / turn completed / idle), ou
 outcome_confidence, usage (the token split),
 parent_uid, subagents, subagent_cost, cost_with_subagents, source, price_table_date,
 tool_calls {total, by_status, duration_ms_p50, duration_ms_max}, test_runs {total, by_status,
-last}, files {operations, paths, lines_added, lines_removed, by_language}; each error
-snippet's ``first_seq``; bad_lines (the first quarantined lines of its files: path, offset,
-length, reason and the first bytes of the line, kept raw).  The signals themselves (with
-their event pointers) are saved beside the digest (``helixd.core.signals``).
+last}, files {operations, paths, lines_added, lines_removed, by_language, accepted,
+rejected}; each error snippet's ``first_seq``; bad_lines (the first quarantined lines of its
+files: path, offset, length, reason and the first bytes of the line, kept raw).  The signals
+themselves (with their event pointers) are saved beside the digest (``helixd.core.signals``).
 """
 
 from __future__ import annotations

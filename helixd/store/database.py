@@ -31,6 +31,7 @@ from typing import Any, Self, TypeVar
 import aiosqlite
 
 from helixd import filemodes
+from helixd.core.commits import DIGEST, INGEST, REBUILD, Commit
 from helixd.core.signals import Signals
 from helixd.store import evict, facts, probe, queries, reader, renorm, replay_write, writer
 from helixd.store.faults import SQLITE_MAGIC, StoreError, StoreFault, classify
@@ -67,6 +68,19 @@ class Store:
         self.companions: dict[str, probe.Identity | None] = {}  # "-wal"/"-shm" -> (dev, ino)
         self._head_fd: int | None = None  # kept open for ``check`` (see ``probe``)
         self._writer = writer.Writer(db._conn)
+        # Called with each ``Commit`` right after its transaction, on the event loop's
+        # thread (the daemon points it at its ``CommitHub``); must not block.
+        self.on_commit: Callable[[Commit], None] | None = None
+
+    def _publish(self, what: str, new: Sequence[str] = (), updated: Sequence[str] = ()) -> None:
+        if self.on_commit is not None:
+            self.on_commit(Commit(what, tuple(new), tuple(updated), now_ms()))
+
+    def _commit_batches(
+        self, batches: Sequence[Batch], now: int
+    ) -> tuple[list[int], tuple[tuple[str, ...], tuple[str, ...]]]:
+        ids = self._writer.commit_many(batches, now)
+        return ids, self._writer.take_changes()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the connection's own thread, in one hop.
@@ -225,11 +239,14 @@ class Store:
     # -- write path ------------------------------------------------------------------------
     async def commit(self, batch: Batch) -> int:
         """Write one batch of records and its cursor in one transaction; returns file id."""
-        return await self.run(self._writer.commit, batch, now_ms())
+        return (await self.commit_many([batch]))[0]
 
     async def commit_many(self, batches: Sequence[Batch]) -> list[int]:
         """Write several batches, each with its cursor, in one transaction."""
-        return await self.run(self._writer.commit_many, batches, now_ms())
+        ids, (new, updated) = await self.run(self._commit_batches, batches, now_ms())
+        if new or updated:
+            self._publish(INGEST, new, updated)
+        return ids
 
     def take_refused_lines(self) -> int:
         """Lines the store quarantined (a value it refused) since the last call: call it
@@ -239,7 +256,10 @@ class Store:
 
     async def mark_ended(self, uid: str) -> bool:
         """Record a session-end signal for ``uid``; False if unknown or already ended."""
-        return await self.run(self._writer.mark_ended, uid, now_ms())
+        ended = await self.run(self._writer.mark_ended, uid, now_ms())
+        if ended:
+            self._publish(INGEST, (), (uid,))
+        return ended
 
     async def mark_gone(self, path: str) -> bool:
         """Record that a source file vanished (its rows stay); False if already known."""
@@ -256,6 +276,9 @@ class Store:
         from were read (a change committed after that is then analyzed again)."""
         now = now_ms()
         await self.run(self._writer.save_digests, digests, schema_version, now, analyzed_at or now)
+        if self.on_commit is not None and digests:
+            uids = await self.run(self._writer.uids_of, [d[0] for d in digests])
+            self._publish(DIGEST, (), uids)
 
     async def checkpoint(self) -> None:
         await self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -330,9 +353,12 @@ class Store:
         self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]], batches: Any
     ) -> bool:
         """Rebuild a group's rows from re-parsed raw lines (``Writer.replay``)."""
-        return await self.run(
+        done = await self.run(
             replay_write.replay, self._writer, session_ids, expect, batches, now_ms()
         )
+        if done:
+            self._publish(REBUILD)
+        return done
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:
@@ -344,7 +370,10 @@ class Store:
         self, evictions: Sequence[Any], now: int, loss_reason: str = "hard cap"
     ) -> list[Any]:
         """Apply a retention plan's evictions; returns those applied."""
-        return await self.run(evict.apply, self.db._conn, list(evictions), now, loss_reason)
+        applied = await self.run(evict.apply, self.db._conn, list(evictions), now, loss_reason)
+        if applied:
+            self._publish(REBUILD)
+        return applied
 
     async def shrink(self) -> str:
         """Return freed pages to the file system (incremental vacuum + WAL truncate)."""

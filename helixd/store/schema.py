@@ -467,4 +467,24 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+    (
+        "m009_edit_acceptance",
+        """
+        -- Whether the user accepted an edit: 1 applied, 0 rejected (a denied permission
+        -- prompt, a declined patch approval) or interrupted, NULL when the call failed on
+        -- its own or has no result (helixd/core/signals.py ``accepted_of``).
+        ALTER TABLE file_operations ADD COLUMN accepted INTEGER;
+        UPDATE file_operations SET accepted = CASE WHEN status = 'success' THEN 1
+            WHEN status IN ('rejected', 'interrupted') THEN 0 END;
+        -- The dashboard's reads of the signal tables, covered by their indexes (a WITHOUT
+        -- ROWID table's index carries its primary key: session_id too): counts by tool and
+        -- status, a duration percentile as an offset into (tool, duration), calls per day
+        -- as ranges of ts.
+        CREATE INDEX tool_calls_stats ON tool_calls (tool, status, duration_ms, ts);
+        CREATE INDEX tool_calls_durations ON tool_calls (tool, duration_ms, ts);
+        CREATE INDEX tool_calls_ts ON tool_calls (ts, status);
+        CREATE INDEX test_runs_ts ON test_runs (ts);
+        CREATE INDEX file_operations_ts ON file_operations (ts);
+        """,
+    ),
 )

@@ -66,7 +66,8 @@ def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]
     )
     con.executemany(
         "INSERT OR REPLACE INTO file_operations (session_id, seq, ts, operation, file_path,"
-        " language, lines_added, lines_removed, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " language, lines_added, lines_removed, status, accepted)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 sid,
@@ -78,6 +79,7 @@ def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]
                 f.lines_added,
                 f.lines_removed,
                 f.status,
+                None if f.accepted is None else int(f.accepted),
             )
             for sid, sig in items
             for f in sig.file_operations

@@ -206,9 +206,14 @@ class Writer:
         self.parents: dict[int, str | None] = {}  # of the sessions upserted in this transaction
         self.refused_lines = 0  # lines quarantined because the store refused a value of theirs
 
+        # The sessions the open transaction touched: uid -> whether they got their first
+        # events in it (what ``Store`` publishes after the commit).
+        self.changes: dict[str, bool] = {}
+
     def begin(self) -> None:
         self.con.execute("BEGIN IMMEDIATE")
         self.parents.clear()
+        self.changes = {}
         row = self.con.execute(
             "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
             " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0))",
@@ -430,6 +435,7 @@ class Writer:
             assert found is not None
             ids[uid] = int(found[0])
             self.parents[ids[uid]] = found[2]
+            self.changes.setdefault(uid, False)
         return ids
 
     def _existing(self, session_id: int, column: str, keys: Sequence[int]) -> dict[int, int]:
@@ -461,13 +467,15 @@ class Writer:
         for row in rows:
             by_session[ids[row[0]]].append(row)
         for session_id, items in by_session.items():
-            self._insert_session_events(session_id, items, file_id, now, replace)
+            if self._insert_session_events(session_id, items, file_id, now, replace):
+                self.changes[items[0][0]] = True
 
     def _insert_session_events(
         self, session_id: int, items: Sequence[Prepared], file_id: int, now: int, replace: bool
-    ) -> None:
+    ) -> bool:
         """New events get the next ``seq``; a key already stored is skipped (or, for files
-        rewritten whole, its content is replaced and its ``seq`` kept)."""
+        rewritten whole, its content is replaced and its ``seq`` kept).  True when these are
+        the session's first events."""
         next_seq = self._next_seq(session_id)
         if next_seq:
             seen = self._existing(session_id, "ekey", [it[1] for it in items])
@@ -512,6 +520,24 @@ class Writer:
             " changed_at = ? WHERE id = ?",
             (next_seq, len(rows), messages, now, session_id),
         )
+        return first_seq == 0 and bool(rows)
+
+    def take_changes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(new, updated)`` session uids of the last transaction."""
+        new = tuple(u for u, first in self.changes.items() if first)
+        return new, tuple(u for u, first in self.changes.items() if not first)
+
+    def uids_of(self, session_ids: Sequence[int]) -> tuple[str, ...]:
+        out: list[str] = []
+        for i in range(0, len(session_ids), IN_CHUNK):
+            part = list(session_ids[i : i + IN_CHUNK])
+            out.extend(
+                r[0]
+                for r in self.con.execute(
+                    f"SELECT uid FROM sessions WHERE id IN ({','.join('?' * len(part))})", part
+                )
+            )
+        return tuple(out)
 
     def mark_ended(self, uid: str, now: int) -> bool:
         """A session-end signal (hook ping, an agent's own end record): close the session."""

@@ -1,0 +1,466 @@
+"""The dashboard's questions: how much (sessions, tokens, cost) over a time range and by
+agent, repo and model; how the tools fare (success, duration); which files are edited and
+whether the edits were accepted; how the tests go; when the work happens.
+
+Each function reads rollups and Tier 2 signal tables only (``store/metrics_queries.py``), so
+its cost does not grow with the events stored.  Time slots are days (or hours, weeks) in a
+fixed UTC offset ``offset_s`` the face chooses (the page's zone).  Cost is at today's prices.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from helixd.core.pricing import cost
+from helixd.core.timeparse import iso
+from helixd.store import metrics_queries as mq
+from helixd.store.metrics_queries import Scope
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import Prices
+
+__all__ = [
+    "DAY",
+    "Scope",
+    "acceptance",
+    "activity",
+    "choices",
+    "costs",
+    "files",
+    "summary",
+    "tests",
+    "tokens",
+    "tools",
+]
+
+DAY: Final = 86_400
+HOUR: Final = 3_600
+WEEK: Final = 7 * DAY
+STEPS: Final = {"hour": HOUR, "day": DAY, "week": WEEK}
+_OK: Final = "success"
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _slot_start(slot: int, step_s: int, offset_s: int) -> str | None:
+    return iso((slot * step_s - offset_s) * 1000)
+
+
+def _tokens_of(c: Iterable[int]) -> dict[str, int]:
+    i, o, cr, c5, c1, reasoning, responses = (int(x or 0) for x in c)
+    return {
+        "input": i,
+        "output": o,
+        "cache_read": cr,
+        "cache_write": c5 + c1,
+        "reasoning": reasoning,
+        "total": i + o + cr + c5 + c1,
+        "responses": responses,
+    }
+
+
+def _add(into: dict[str, Any], tokens: Mapping[str, int], usd: float) -> None:
+    for k, v in tokens.items():
+        into[k] = into.get(k, 0) + v
+    into["cost_usd"] = into.get("cost_usd", 0.0) + usd
+
+
+def _round_costs(d: dict[str, Any]) -> dict[str, Any]:
+    if "cost_usd" in d:
+        d["cost_usd"] = round(d["cost_usd"], 6)
+    return d
+
+
+def usage_series(
+    con: sqlite3.Connection,
+    sc: Scope,
+    prices: Prices,
+    group: str = "",
+    step: str | None = "day",
+    offset_s: int = 0,
+) -> dict[str, Any]:
+    """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
+    step_s = STEPS[step] if step else None
+    slots: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    totals: dict[str, dict[str, Any]] = {}
+    for slot, key, model, *c in mq.usage(con, sc, group, step_s, offset_s):
+        t = _tokens_of(c)
+        usd = cost(prices, model, c[:5])
+        _add(slots[slot].setdefault(str(key), {}), t, usd)
+        _add(totals.setdefault(str(key), {}), t, usd)
+    keys = sorted(totals, key=lambda k: (-totals[k]["cost_usd"], -totals[k]["total"], k))
+    return {
+        "group": group or None,
+        "step": step,
+        "keys": keys,
+        "totals": {k: _round_costs(totals[k]) for k in keys},
+        "slots": [
+            {
+                "slot": s,
+                "start": _slot_start(s, step_s, offset_s) if step_s else None,
+                "by": {k: _round_costs(v) for k, v in sorted(slots[s].items())},
+            }
+            for s in sorted(slots)
+        ],
+    }
+
+
+def summary(
+    con: sqlite3.Connection, sc: Scope, prices: Prices, offset_s: int = 0
+) -> dict[str, Any]:
+    """The headline numbers of a time range: sessions, messages, agents, repos, active days,
+    tokens, cost, cache hits, and how tool calls, tests and edits went."""
+    sessions, messages, agents, repos, models = mq.session_totals(con, sc)
+    usage = usage_series(con, sc, prices, "agent", "day", offset_s)
+    tok: dict[str, Any] = {}
+    for v in usage["totals"].values():
+        _add(tok, {k: v[k] for k in v if k != "cost_usd"}, v["cost_usd"])
+    active_days = {s["slot"] for s in usage["slots"]}
+    days = {slot for slot, *_ in mq.sessions_started(con, sc, DAY, offset_s)}
+    tools_doc = tools(con, sc, percentiles=False)
+    tests_doc = test_summary(con, sc)
+    acc = acceptance(con, sc)
+    input_side = tok.get("input", 0) + tok.get("cache_read", 0) + tok.get("cache_write", 0)
+    return {
+        "since": iso(sc.since),
+        "until": iso(sc.until),
+        "sessions": sessions,
+        "messages": messages,
+        "agents": agents,
+        "repos": repos,
+        "models": models,
+        "active_days": len(active_days | days),
+        "tokens": {k: tok.get(k, 0) for k in ("input", "output", "cache_read", "cache_write")}
+        | {"total": tok.get("total", 0)},
+        "responses": tok.get("responses", 0),
+        "cost_usd": round(tok.get("cost_usd", 0.0), 6),
+        "cache_hit_rate": _rate(tok.get("cache_read", 0), input_side),
+        "by_agent": usage["totals"],
+        "tool_calls": tools_doc["total"],
+        "tests": tests_doc,
+        "edits": acc["total"],
+    }
+
+
+def tokens(
+    con: sqlite3.Connection,
+    sc: Scope,
+    prices: Prices,
+    group: str = "",
+    step: str = "day",
+    offset_s: int = 0,
+) -> dict[str, Any]:
+    """Token usage over time (input, output, cache read / write per slot) by ``group``."""
+    return usage_series(con, sc, prices, group, step, offset_s)
+
+
+def costs(
+    con: sqlite3.Connection,
+    sc: Scope,
+    prices: Prices,
+    group: str = "agent",
+    step: str = "day",
+    offset_s: int = 0,
+    top: int = 10,
+) -> dict[str, Any]:
+    """Cost over time by ``group``, the totals by agent, repo and model, and the sessions
+    that cost most (one read of the usage per session and model for all of those)."""
+    from helixd.query.detail import session_cards
+
+    over_time = usage_series(con, sc, prices, group, step, offset_s)
+    keys = mq.session_keys(con)
+    by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    per_session: dict[int, dict[str, Any]] = {}
+    for _slot, sid, model, *c in mq.usage(con, sc, "session", None):
+        t = _tokens_of(c)
+        usd = cost(prices, model, c[:5])
+        agent, repo = keys.get(int(sid), ("", ""))
+        for dim, key in (("agent", agent), ("repo", repo), ("model", model)):
+            _add(by[dim].setdefault(key, {}), t, usd)
+        _add(per_session.setdefault(int(sid), {}), t, usd)
+
+    def ranked(d: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        order = sorted(d, key=lambda k: (-d[k]["cost_usd"], -d[k]["total"], str(k)))
+        return {k: _round_costs(d[k]) for k in order}
+
+    top_ids = list(ranked(per_session))[:top]
+    cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
+    total = sum(v["cost_usd"] for v in by["agent"].values())
+    days = len(over_time["slots"]) or 1
+    return {
+        "since": iso(sc.since),
+        "until": iso(sc.until),
+        "cost_usd": round(total, 6),
+        "daily_average_usd": round(total / days, 6) if step == "day" else None,
+        "over_time": over_time,
+        "by_agent": ranked(by["agent"]),
+        "by_repo": ranked(by["repo"]),
+        "by_model": ranked(by["model"]),
+        "top_sessions": [
+            {**cards[i], "cost_in_range_usd": round(per_session[i]["cost_usd"], 6)}
+            for i in top_ids
+            if i in cards
+        ],
+    }
+
+
+MAX_SLOTS: Final = 400
+
+
+def _slots(lo: int, hi: int, step_s: int, offset_s: int) -> list[int]:
+    first = (lo // 1000 + offset_s) // step_s
+    last = (hi // 1000 + offset_s) // step_s
+    return list(range(first, min(last, first + MAX_SLOTS - 1) + 1))
+
+
+def tools(
+    con: sqlite3.Connection,
+    sc: Scope,
+    step: str | None = None,
+    offset_s: int = 0,
+    percentiles: bool = True,
+) -> dict[str, Any]:
+    """Per tool: calls, results by status, success rate (of calls with a result), and
+    duration p50 / p95 (exact: an offset into the duration index; with ``percentiles``) /
+    mean / max; totals; calls per slot by status with ``step``."""
+    per: dict[str, dict[str, Any]] = {}
+    for tool, status, n, known, total_ms, max_ms in mq.tools(con, sc):
+        t = per.setdefault(
+            tool, {"tool": tool, "calls": 0, "by_status": {}, "timed": 0, "_sum": 0, "max_ms": None}
+        )
+        t["calls"] += n
+        t["by_status"][status] = t["by_status"].get(status, 0) + n
+        if known:
+            t["timed"] += known
+            t["_sum"] += total_ms or 0
+            t["max_ms"] = max(t["max_ms"] or 0, max_ms or 0)
+    rows = []
+    all_status: dict[str, int] = {}
+    for tool, t in per.items():
+        answered = t["calls"] - t["by_status"].get("missing", 0)
+        known, total_ms = t["timed"], t.pop("_sum")
+        for st, n in t["by_status"].items():
+            all_status[st] = all_status.get(st, 0) + n
+        rows.append(
+            t
+            | {
+                "success_rate": _rate(t["by_status"].get(_OK, 0), answered),
+                "errors": t["by_status"].get("error", 0),
+                "p50_ms": mq.duration_at(con, sc, tool, (known - 1) // 2)
+                if known and percentiles
+                else None,
+                "p95_ms": mq.duration_at(con, sc, tool, int(0.95 * (known - 1)))
+                if known and percentiles
+                else None,
+                "mean_ms": round(total_ms / known) if known else None,
+            }
+        )
+    rows.sort(key=lambda r: (-r["calls"], r["tool"]))
+    calls = sum(all_status.values())
+    answered = calls - all_status.get("missing", 0)
+    doc: dict[str, Any] = {
+        "tools": rows,
+        "total": {
+            "calls": calls,
+            "by_status": dict(sorted(all_status.items())),
+            "success_rate": _rate(all_status.get(_OK, 0), answered),
+        },
+    }
+    if step:
+        step_s = STEPS[step]
+        span = mq.tool_span(con)
+        lo = sc.since if sc.since is not None else span[0] if span else None
+        hi = sc.until if sc.until is not None else span[1] + 1 if span else None
+        over: list[dict[str, Any]] = []
+        if lo is not None and hi is not None and calls:
+            for slot in _slots(lo, hi, step_s, offset_s):
+                start = (slot * step_s - offset_s) * 1000
+                found = dict(
+                    mq.tools_between(con, sc, max(start, lo), min(start + step_s * 1000, hi))
+                )
+                if found:
+                    over.append({"slot": slot, "start": iso(start), "by_status": found})
+        doc["over_time"] = over
+    return doc
+
+
+def files(
+    con: sqlite3.Connection, sc: Scope, limit: int = 50, step: str = "week", offset_s: int = 0
+) -> dict[str, Any]:
+    """The most operated-on files (operations, sessions, lines, acceptance) and, for the
+    heatmap, their operations per slot."""
+    step_s = STEPS[step]
+    rows = [
+        {
+            "path": p,
+            "language": lang,
+            "operations": n,
+            "writes": w or 0,
+            "edits": n - (w or 0),
+            "sessions": s,
+            "lines_added": a or 0,
+            "lines_removed": r or 0,
+            "accepted": acc or 0,
+            "rejected": rej or 0,
+            "acceptance_rate": _rate(acc or 0, (acc or 0) + (rej or 0)),
+            "last_at": iso(last),
+        }
+        for p, lang, n, w, s, a, r, acc, rej, last in mq.files(con, sc, limit)
+    ]
+    cells: dict[str, dict[int, int]] = defaultdict(dict)
+    for path, slot, n in mq.file_slots(con, sc, [r["path"] for r in rows], step_s, offset_s):
+        cells[path][slot] = n
+    all_slots = sorted({s for c in cells.values() for s in c})
+    return {
+        "files": rows,
+        "heatmap": {
+            "step": step,
+            "slots": [{"slot": s, "start": _slot_start(s, step_s, offset_s)} for s in all_slots],
+            "cells": {p: {str(k): v for k, v in c.items()} for p, c in cells.items()},
+        },
+    }
+
+
+def acceptance(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
+    """Edits and writes by language: how many, how many the user accepted or rejected, the
+    acceptance rate (of those decided), lines added / removed."""
+    langs: dict[str, dict[str, Any]] = {}
+    for lang, op, n, acc, rej, added, removed in mq.acceptance(con, sc):
+        d = langs.setdefault(
+            lang or "other",
+            {"language": lang or "other", "operations": 0, "edits": 0, "writes": 0,
+             "accepted": 0, "rejected": 0, "lines_added": 0, "lines_removed": 0},
+        )  # fmt: skip
+        d["operations"] += n
+        d["writes" if op == "write" else "edits"] += n
+        d["accepted"] += acc or 0
+        d["rejected"] += rej or 0
+        d["lines_added"] += added or 0
+        d["lines_removed"] += removed or 0
+    rows = sorted(langs.values(), key=lambda d: (-d["operations"], d["language"]))
+    for d in rows:
+        d["acceptance_rate"] = _rate(d["accepted"], d["accepted"] + d["rejected"])
+    acc = sum(d["accepted"] for d in rows)
+    rej = sum(d["rejected"] for d in rows)
+    return {
+        "by_language": rows,
+        "total": {
+            "operations": sum(d["operations"] for d in rows),
+            "accepted": acc,
+            "rejected": rej,
+            "acceptance_rate": _rate(acc, acc + rej),
+        },
+    }
+
+
+def _runner(framework: str | None, command: str | None) -> str:
+    from helixd.core.testcommands import test_runner
+
+    return framework or test_runner(command or "") or "other"
+
+
+_DECIDED: Final = {"passed": "passed", "failed": "failed", "error": "failed"}
+
+
+def test_summary(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
+    runs = passed = failed = 0
+    for _slot, _fw, _cmd, status, n, *_ in mq.test_totals(con, sc, None):
+        runs += n
+        passed += n if status == "passed" else 0
+        failed += n if _DECIDED.get(status) == "failed" else 0
+    return {
+        "runs": runs,
+        "passed": passed,
+        "failed": failed,
+        "pass_rate": _rate(passed, passed + failed),
+    }
+
+
+def tests(
+    con: sqlite3.Connection,
+    sc: Scope,
+    limit: int = 50,
+    offset: int = 0,
+    step: str = "day",
+    offset_s: int = 0,
+) -> dict[str, Any]:
+    """Test runs newest first (each pointing at its session and event), runs per slot by
+    outcome (the trend), and totals per framework."""
+    step_s = STEPS[step]
+    trend: dict[int, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "other": 0})
+    frameworks: dict[str, dict[str, Any]] = {}
+    for slot, fw, command, status, n, t_pass, t_fail, t_skip in mq.test_totals(
+        con, sc, step_s, offset_s
+    ):
+        outcome = _DECIDED.get(status, "other")
+        trend[slot][outcome] += n
+        f = frameworks.setdefault(
+            _runner(fw, command),
+            {"runs": 0, "passed": 0, "failed": 0, "other": 0, "tests_passed": 0,
+             "tests_failed": 0, "tests_skipped": 0},
+        )  # fmt: skip
+        f["runs"] += n
+        f[outcome] += n
+        f["tests_passed"] += t_pass or 0
+        f["tests_failed"] += t_fail or 0
+        f["tests_skipped"] += t_skip or 0
+    for f in frameworks.values():
+        f["pass_rate"] = _rate(f["passed"], f["passed"] + f["failed"])
+    runs = [
+        {
+            "session_uid": uid,
+            "seq": seq,
+            "timestamp": iso(ts),
+            "command": command,
+            "framework": _runner(fw, command),
+            "passed": p,
+            "failed": f,
+            "skipped": s,
+            "status": status,
+            "duration_ms": dur,
+            "repo": repo,
+            "agent": agent,
+        }
+        for uid, seq, ts, command, fw, p, f, s, status, dur, repo, agent in mq.test_runs(
+            con, sc, limit, offset
+        )
+    ]
+    return {
+        "runs": runs,
+        "trend": [
+            {"slot": s, "start": _slot_start(s, step_s, offset_s), **trend[s]}
+            for s in sorted(trend)
+        ],
+        "by_framework": dict(sorted(frameworks.items(), key=lambda kv: -kv[1]["runs"])),
+        "total": test_summary(con, sc),
+    }
+
+
+def activity(con: sqlite3.Connection, sc: Scope, offset_s: int = 0) -> dict[str, Any]:
+    """When the work happens: model responses and sessions started per day, and responses
+    per weekday x hour (0 = Monday)."""
+    per_day: dict[int, dict[str, int]] = defaultdict(lambda: {"responses": 0, "sessions": 0})
+    grid = [[0] * 24 for _ in range(7)]
+    for slot, _k, _m, *c in mq.usage(con, sc, "", HOUR, offset_s):
+        n = int(c[6] or 0)
+        per_day[slot // 24]["responses"] += n
+        # epoch day 0 (1970-01-01) was a Thursday: weekday 3
+        grid[(slot // 24 + 3) % 7][slot % 24] += n
+    for slot, _agent, n, _messages in mq.sessions_started(con, sc, DAY, offset_s):
+        per_day[slot]["sessions"] += n
+    return {
+        "days": [
+            {"day": _slot_start(d, DAY, offset_s), "slot": d, **per_day[d]} for d in sorted(per_day)
+        ],
+        "weekday_hour": grid,
+    }
+
+
+def choices(con: sqlite3.Connection) -> dict[str, list[str]]:
+    """The agents, repos and models the filter menus offer."""
+    return mq.choices(con)

@@ -1,0 +1,383 @@
+"""Read queries of the dashboard's metrics: usage over time and by agent / repo / model, the
+sessions started per day, tool calls, file operations, test runs.
+
+Every metric reads a rollup or a Tier 2 signal table, never the events: usage from
+``usage_hours`` (hour x agent x model; when no repo is asked) or ``usage_buckets`` (15-minute
+bucket x session x model), signals from ``tool_calls``, ``file_operations``, ``test_runs``
+by their ``ts`` index, joined to ``sessions`` (a few thousand rows) for the agent and repo.
+A time slot is ``(epoch seconds + offset_s) // step_s``: days in a fixed UTC offset.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from helixd.store.queries import session_filter
+
+_COUNTERS: Final = (
+    "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
+    " sum({p}cache_write_1h), sum({p}reasoning), sum({p}responses)"
+)
+GROUPS: Final = ("", "agent", "repo", "model", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which rows: in ``[since, until)`` (epoch ms), of these agents, of a repo (name or
+    path), of a model (exact, or a dated variant of it)."""
+
+    since: int | None = None
+    until: int | None = None
+    agents: Sequence[str] = ()
+    repo: str | None = None
+    model: str | None = None
+
+
+def _model_clause(where: list[str], params: list[Any], column: str, model: str | None) -> None:
+    if model:
+        where.append(f"({column} = ? OR substr({column}, 1, ?) = ?)")
+        params.extend([model, len(model) + 1, model + "-"])
+
+
+def usage(
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, offset_s: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(slot, key, model, input, output, cache_read, cache_write_5m, cache_write_1h,
+    reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
+    ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
+    id).  Reads ``usage_hours`` when it can (no repo, no session grouping, whole hours)."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}")
+    hourly = (
+        not sc.repo
+        and group not in ("repo", "session")
+        and all(t is None or t % 3_600_000 == 0 for t in (sc.since, sc.until))
+    )
+    where: list[str] = []
+    params: list[Any] = []
+    if hourly:
+        unit, table, time_col = 3600, "usage_hours h", "h.hour"
+        if sc.agents:
+            where.append(f"h.agent IN ({','.join('?' * len(sc.agents))})")
+            params.extend(sc.agents)
+        key = {"": "''", "agent": "h.agent", "model": "h.model"}[group]
+        model_col, p = "h.model", "h."
+    else:
+        unit, table, time_col = (
+            900,
+            "usage_buckets b JOIN sessions s ON s.id = b.session_id",
+            "b.bucket",
+        )
+        session_filter(where, params, sc.agents, sc.repo)
+        key = {
+            "": "''",
+            "agent": "s.agent",
+            "repo": "coalesce(s.repo, '')",
+            "model": "b.model",
+            "session": "b.session_id",
+        }[group]
+        model_col, p = "b.model", "b."
+    if sc.since is not None:
+        where.append(f"{time_col} >= ?")
+        params.append(sc.since // (unit * 1000))
+    if sc.until is not None:
+        where.append(f"{time_col} < ?")
+        params.append(-(-sc.until // (unit * 1000)))
+    _model_clause(where, params, model_col, sc.model)
+    if step_s:
+        where.append(f"{time_col} > 0")  # usage of unknown time is in totals, not on a day
+    slot = f"({time_col} * {unit} + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
+    sql = (
+        f"SELECT {slot} AS slot, {key} AS k, {model_col}, {_COUNTERS.format(p=p)}"
+        f" FROM {table}{' WHERE ' + ' AND '.join(where) if where else ''}"
+        " GROUP BY slot, k, 3"
+    )
+    return con.execute(sql, params).fetchall()
+
+
+def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, list[Any]]:
+    """`` WHERE …`` of a signal table's rows in the scope (the session filter as a
+    subquery, so that the table's own indexes still serve)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if sc.since is not None:
+        where.append(f"{alias}.{time_col} >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append(f"{alias}.{time_col} < ?")
+        params.append(sc.until)
+    sess: list[str] = []
+    sess_params: list[Any] = []
+    session_filter(sess, sess_params, sc.agents, sc.repo)
+    if sess:
+        where.append(
+            f"{alias}.session_id IN (SELECT s.id FROM sessions s WHERE {' AND '.join(sess)})"
+        )
+        params.extend(sess_params)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def sessions_started(
+    con: sqlite3.Connection, sc: Scope, step_s: int, offset_s: int = 0
+) -> list[tuple[int, str, int, int]]:
+    """``(slot, agent, sessions, messages)`` of the sessions started per time slot."""
+    where = ["s.messages > 0", "s.started_at IS NOT NULL"]
+    params: list[Any] = []
+    session_filter(where, params, sc.agents, sc.repo)
+    if sc.since is not None:
+        where.append("s.started_at >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append("s.started_at < ?")
+        params.append(sc.until)
+    _model_clause(where, params, "s.model", sc.model)
+    return con.execute(
+        f"SELECT (s.started_at / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, s.agent,"
+        f" count(*), sum(s.messages) FROM sessions s WHERE {' AND '.join(where)}"
+        " GROUP BY slot, s.agent",
+        params,
+    ).fetchall()
+
+
+def session_totals(con: sqlite3.Connection, sc: Scope) -> tuple[int, int, int, int, int]:
+    """``(sessions, messages, agents, repos, models)`` active in the scope."""
+    where = ["s.messages > 0"]
+    params: list[Any] = []
+    session_filter(where, params, sc.agents, sc.repo)
+    if sc.since is not None:
+        where.append("coalesce(s.ended_at, s.started_at) >= ?")
+        params.append(sc.since)
+    if sc.until is not None:
+        where.append("s.started_at < ?")
+        params.append(sc.until)
+    _model_clause(where, params, "s.model", sc.model)
+    row = con.execute(
+        "SELECT count(*), coalesce(sum(s.messages), 0), count(DISTINCT s.agent),"
+        " count(DISTINCT s.repo), count(DISTINCT s.model) FROM sessions s"
+        f" WHERE {' AND '.join(where)}",
+        params,
+    ).fetchone()
+    return (int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+
+
+TOOL_STATUSES: Final = ("success", "error", "rejected", "interrupted", "missing")
+
+
+def tools(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
+    """``(tool, status, calls, calls timed, sum of durations, max duration)``."""
+    where, params = _signal_scope(sc, "t")
+    return con.execute(
+        "SELECT t.tool, t.status, count(*), count(t.duration_ms), sum(t.duration_ms),"
+        f" max(t.duration_ms) FROM tool_calls t INDEXED BY tool_calls_stats{where}"
+        " GROUP BY t.tool, t.status",
+        params,
+    ).fetchall()
+
+
+def duration_at(con: sqlite3.Connection, sc: Scope, tool: str, rank: int) -> int | None:
+    """The ``rank``-th smallest duration (0-based) of the tool's timed calls in the scope:
+    an offset walk of the (tool, duration) index."""
+    where, params = _signal_scope(sc, "t")
+    cond = where.replace(" WHERE ", " AND ", 1)
+    row = con.execute(
+        "SELECT t.duration_ms FROM tool_calls t INDEXED BY tool_calls_durations"
+        f" WHERE t.tool = ? AND t.duration_ms IS NOT NULL{cond}"
+        " ORDER BY t.duration_ms LIMIT 1 OFFSET ?",
+        [tool, *params, int(rank)],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def tool_span(con: sqlite3.Connection) -> tuple[int, int] | None:
+    """The first and last tool call time (ms)."""
+    row = con.execute("SELECT min(ts), max(ts) FROM tool_calls WHERE ts > 0").fetchone()
+    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
+
+
+def tools_between(con: sqlite3.Connection, sc: Scope, lo: int, hi: int) -> list[tuple[str, int]]:
+    """``(status, calls)`` of the calls in ``[lo, hi)`` (ms) in the scope (a range of the ts
+    index)."""
+    where, params = _signal_scope(Scope(lo, hi, sc.agents, sc.repo), "t")
+    return con.execute(
+        f"SELECT t.status, count(*) FROM tool_calls t{where} GROUP BY t.status", params
+    ).fetchall()
+
+
+def files(con: sqlite3.Connection, sc: Scope, limit: int) -> list[tuple[Any, ...]]:
+    """``(path, language, operations, writes, sessions, lines added, lines removed,
+    accepted, rejected, last ts)`` of the most operated-on files."""
+    where, params = _signal_scope(sc, "f")
+    return con.execute(
+        "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
+        " count(DISTINCT f.session_id), sum(f.lines_added), sum(f.lines_removed),"
+        " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts)"
+        f" FROM file_operations f{where} GROUP BY f.file_path"
+        " ORDER BY count(*) DESC, f.file_path LIMIT ?",
+        [*params, int(limit)],
+    ).fetchall()
+
+
+def file_slots(
+    con: sqlite3.Connection, sc: Scope, paths: Sequence[str], step_s: int, offset_s: int = 0
+) -> list[tuple[str, int, int]]:
+    """``(path, slot, operations)`` of these files."""
+    if not paths:
+        return []
+    where, params = _signal_scope(sc, "f")
+    marks = ",".join("?" * len(paths))
+    return con.execute(
+        f"SELECT f.file_path, (f.ts / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, count(*)"
+        f" FROM file_operations f{where}{' AND' if where else ' WHERE'} f.ts IS NOT NULL"
+        f" AND f.file_path IN ({marks}) GROUP BY f.file_path, slot",
+        [*params, *paths],
+    ).fetchall()
+
+
+def acceptance(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
+    """``(language, operation, operations, accepted, rejected, lines added, lines removed)``."""
+    where, params = _signal_scope(sc, "f")
+    return con.execute(
+        "SELECT coalesce(f.language, ''), f.operation, count(*), sum(f.accepted = 1),"
+        " sum(f.accepted = 0), sum(f.lines_added), sum(f.lines_removed)"
+        f" FROM file_operations f{where} GROUP BY 1, 2",
+        params,
+    ).fetchall()
+
+
+def test_runs(
+    con: sqlite3.Connection, sc: Scope, limit: int, offset: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(session uid, call seq, ts, command, framework, passed, failed, skipped, status,
+    duration ms, repo, agent)``, newest first."""
+    where, params = _signal_scope(sc, "t")
+    join = "" if " JOIN sessions s" in where else " JOIN sessions s ON s.id = t.session_id"
+    return con.execute(
+        "SELECT s.uid, t.call_seq, t.ts, t.command, t.framework, t.passed, t.failed,"
+        f" t.skipped, t.status, t.duration_ms, s.repo, s.agent FROM test_runs t{join}{where}"
+        " ORDER BY t.ts IS NULL, t.ts DESC LIMIT ? OFFSET ?",
+        [*params, int(limit), int(offset)],
+    ).fetchall()
+
+
+def test_totals(
+    con: sqlite3.Connection, sc: Scope, step_s: int | None, offset_s: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(slot, framework, command, status, runs, tests passed, tests failed, tests
+    skipped)`` by time slot (None: one slot, 0)."""
+    where, params = _signal_scope(sc, "t")
+    slot = f"(t.ts / 1000 + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
+    return con.execute(
+        f"SELECT {slot} AS slot, t.framework, CASE WHEN t.framework IS NULL THEN t.command END,"
+        " t.status, count(*), sum(t.passed), sum(t.failed), sum(t.skipped)"
+        f" FROM test_runs t{where} GROUP BY slot, 2, 3, t.status",
+        params,
+    ).fetchall()
+
+
+def session_usage_rows(
+    con: sqlite3.Connection, session_id: int, lo: int, hi: int | None
+) -> list[tuple[Any, ...]]:
+    """``(ts, model, input, output, cache_read, cache_write_5m, cache_write_1h)`` of each
+    response credited to the session in ``[lo, hi)`` (ms), in time order."""
+    return con.execute(
+        "SELECT ts, model, input, output, cache_read, cache_write_5m, cache_write_1h"
+        " FROM usage WHERE session_id = ? AND ts >= ? AND ts < ? ORDER BY ts",
+        (session_id, lo, hi if hi is not None else 2**62),
+    ).fetchall()
+
+
+def next_prompt_at(con: sqlite3.Connection, session_id: int, after_seq: int) -> int | None:
+    """The time of the session's first user message after ``after_seq``."""
+    row = con.execute(
+        "SELECT ts FROM events WHERE session_id = ? AND seq > ? AND kind = 'user_msg'"
+        " AND ts IS NOT NULL ORDER BY seq LIMIT 1",
+        (session_id, after_seq),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def session_event_marks(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, kind, is_error)`` of every event of the session (its timeline)."""
+    return con.execute(
+        "SELECT seq, ts, kind, is_error FROM events WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+
+
+def session_tool_calls(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(call_seq, result_seq, ts, tool, target, status, duration_ms)`` in order."""
+    return con.execute(
+        "SELECT call_seq, result_seq, ts, tool, target, status, duration_ms FROM tool_calls"
+        " WHERE session_id = ? ORDER BY call_seq",
+        (session_id,),
+    ).fetchall()
+
+
+def session_file_operations(con: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, operation, path, language, lines added, lines removed, status,
+    accepted)`` in order."""
+    return con.execute(
+        "SELECT seq, ts, operation, file_path, language, lines_added, lines_removed, status,"
+        " accepted FROM file_operations WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+
+
+def uids_of(con: sqlite3.Connection, ids: Sequence[int]) -> list[str]:
+    """The uids of these sessions (those that exist)."""
+    out: list[str] = []
+    for i in range(0, len(ids), 500):
+        part = list(ids[i : i + 500])
+        out.extend(
+            r[0]
+            for r in con.execute(
+                f"SELECT uid FROM sessions WHERE id IN ({','.join('?' * len(part))})", part
+            )
+        )
+    return out
+
+
+def choices(con: sqlite3.Connection) -> dict[str, list[str]]:
+    """The agents, repos and models there are sessions of (for filter menus)."""
+    return {
+        "agents": [r[0] for r in con.execute("SELECT DISTINCT agent FROM sessions ORDER BY 1")],
+        "repos": [
+            r[0]
+            for r in con.execute(
+                "SELECT repo FROM sessions WHERE repo IS NOT NULL AND messages > 0"
+                " GROUP BY repo ORDER BY count(*) DESC, repo LIMIT 200"
+            )
+        ],
+        "models": [
+            r[0] for r in con.execute("SELECT DISTINCT model FROM usage_hours ORDER BY 1 LIMIT 200")
+        ],
+    }
+
+
+def session_rows(con: sqlite3.Connection, uids: Sequence[str]) -> list[dict[str, Any]]:
+    """These sessions' rows (as ``session_queries.list_sessions`` gives them), in no order."""
+    from helixd.store.session_queries import SESSION_NAMES
+
+    cols = ", ".join(f"s.{c}" for c in SESSION_NAMES)
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(uids), 500):
+        part = list(uids[i : i + 500])
+        for r in con.execute(
+            f"SELECT {cols}, json_extract(d.json, '$.first_prompt'),"
+            " json_extract(d.json, '$.outcome') FROM sessions s"
+            " LEFT JOIN digests d ON d.session_id = s.id"
+            f" WHERE s.uid IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            row = dict(zip(SESSION_NAMES, r, strict=False))
+            row["first_prompt"], row["outcome"] = r[-2], r[-1]
+            out.append(row)
+    return out
+
+
+def session_keys(con: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    """``{session id: (agent, repo or '')}`` of every session (a few thousand rows)."""
+    return {int(i): (a, r or "") for i, a, r in con.execute("SELECT id, agent, repo FROM sessions")}
