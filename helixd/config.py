@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import ConfigError, parse_bytes
+from helixd.readconfig import ConfigError, dsn_has_password, parse_bytes
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
@@ -104,6 +104,42 @@ class PriceSettings(_Section):
         return {m: p.model_dump(exclude_none=True) for m, p in self.models.items()}
 
 
+FLEET_DSN_PASSWORD = (
+    "the connection string must not carry a password: use HELIX_FLEET_PASSWORD,"
+    " [fleet] password_file (mode 0600) or libpq's PGPASSWORD / ~/.pgpass"
+)
+
+
+class FleetSettings(_Section):
+    """The fleet mirror (issue 17): Tier 2 rows pushed to one PostgreSQL shared by many
+    machines.  Off while ``dsn`` is empty.  The password never sits in this file: it comes
+    from ``HELIX_FLEET_PASSWORD``, from ``password_file`` (mode 0600), or from libpq's own
+    ``PGPASSWORD`` / ``~/.pgpass``."""
+
+    dsn: str = ""  # libpq connection string or URI, without a password
+    password_file: Path | None = None
+    machine: str = ""  # empty: the host name
+    user: str = ""  # empty: the login name
+    include_text: bool = False  # ship conversation text (Tier 1) too
+    push_seconds: float = Field(default=15, gt=0)
+    batch_rows: int = Field(default=1000, ge=1, le=100_000)
+    retry_max_seconds: float = Field(default=300, gt=0)
+    outbox_warn_rows: int = Field(default=1_000_000, ge=1)
+    connect_timeout_seconds: float = Field(default=10, gt=0)
+
+    @field_validator("dsn")
+    @classmethod
+    def _no_password(cls, value: str) -> str:
+        if dsn_has_password(value):
+            raise ValueError(FLEET_DSN_PASSWORD)
+        return value
+
+    @field_validator("password_file", mode="before")
+    @classmethod
+    def _expand_file(cls, value: Any) -> Any:
+        return None if value == "" else _expand(value)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HELIX_", env_nested_delimiter="__", extra="forbid"
@@ -115,6 +151,7 @@ class Settings(BaseSettings):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     prices: PriceSettings = Field(default_factory=PriceSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -158,6 +195,15 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
     try:
         settings: Settings = bound(**overrides)
         return settings
+    except ValidationError as exc:
+        if any(e["loc"][:1] == ("fleet",) for e in exc.errors()):
+            # Never echo a [fleet] value: a connection string may hold a password.
+            lines = [
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                for e in exc.errors(include_input=False, include_url=False)
+            ]
+            raise ConfigError(f"invalid configuration ({path}): {'; '.join(lines)}") from None
+        raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
     except ValueError as exc:
         raise ConfigError(f"invalid configuration ({path}): {exc}") from exc
 
