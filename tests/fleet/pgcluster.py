@@ -168,6 +168,12 @@ class Cluster:
         deadline = time.monotonic() + 30
         while any(_alive(p) for p in [*children, pm]) and time.monotonic() < deadline:
             time.sleep(0.02)
+        # Dead, but maybe not reaped yet (a zombie until init gets to it): the lock file would
+        # still name a pid that exists.  A crashed host leaves no process at all; so here.
+        if not _alive(pm):
+            for lock in (self.data / "postmaster.pid", self.base / f".s.PGSQL.{self.port}.lock"):
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
 
     def stop(self) -> None:
         if self.pid() is not None and _alive(self.pid() or 0):
