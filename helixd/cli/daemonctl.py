@@ -4,6 +4,7 @@ talk to it over its socket (``docs/socket-protocol.md``)."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import click
@@ -19,10 +20,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     Exit 0 when the daemon runs, 3 when it does not."""
     from helixd.daemon import status as status_mod
     from helixd.query import NoStore, open_reader
-    from helixd.query.status import store_facts
+    from helixd.query.status import fleet_facts, store_facts
 
     rc = read_settings(ctx)
-    facts = None
+    facts = fleet = None
     if rc.store_db.exists():
         try:
             con = open_reader(rc.store_db)
@@ -31,9 +32,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
         else:
             try:
                 facts = store_facts(con)
+                fleet = fleet_facts(con)
             finally:
                 con.close()
     doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets))
+    if rc.fleet.dsn or (fleet and fleet["recording"]):
+        from helixd.fleet.status import local
+
+        now = int(time.time() * 1000)
+        doc["fleet"] = local(fleet, bool(rc.fleet.dsn), rc.fleet.outbox_warn_rows, now)
     if as_json:
         echo_json(doc)
     else:

@@ -41,6 +41,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "hooks": ("helixd.cli.install", "hooks"),
     "service": ("helixd.cli.install", "service"),
     "doctor": ("helixd.cli.doctor", "doctor"),
+    "fleet": ("helixd.cli.fleet", "fleet"),
 }
 
 

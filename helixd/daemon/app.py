@@ -38,6 +38,8 @@ from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.status import StatusFile
 from helixd.daemon.watcher import SourceIndex, Watcher
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.fleet.job import FleetJob
+from helixd.fleet.target import Target, target_from
 from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
@@ -64,6 +66,7 @@ class Daemon:
         self.index = SourceIndex(self._pairs())
         self.store: Store | None = None
         self.watcher: Watcher | None = None
+        self.fleet: FleetJob | None = None
         self.totals: dict[str, Any] = {
             "files_read": 0,
             "bytes_read": 0,
@@ -158,6 +161,7 @@ class Daemon:
         try:
             settings = config.load(self.config_path)
             prices = config.price_table(settings)
+            fleet_target(settings)
         except config.ConfigError as exc:
             log.error("reload_failed", error=str(exc))
             return
@@ -187,6 +191,30 @@ class Daemon:
         self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
         self.scheduler.add("evict", self._job_evict, d.evict_seconds)
         self.scheduler.add("renormalize", self._job_renormalize, d.renormalize_seconds)
+        try:
+            target = fleet_target(self.settings)
+        except config.ConfigError as exc:  # the password file changed since it was checked
+            log.error("fleet_off", error=str(exc))
+            target = None
+        if target is not None and self.store is not None:
+            f = self.settings.fleet
+            self.fleet = FleetJob(
+                self.store,
+                target,
+                __version__,
+                f.push_seconds,
+                f.retry_max_seconds,
+                lambda seconds: self.scheduler.reschedule("fleet", seconds),
+            )
+            self.scheduler.add("fleet", self._job_fleet, f.push_seconds)
+        else:
+            self.fleet = None
+
+    async def _job_fleet(self) -> dict[str, Any]:
+        """Push the fleet outbox (docs/operations.md, "Fleet")."""
+        if self.fleet is None:  # [fleet] removed by a reload
+            return {"off": True}
+        return await self.fleet()
 
     async def _job_reconcile(self) -> str:
         self.queue.put(RECONCILE)
@@ -385,6 +413,17 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+def fleet_target(settings: config.Settings) -> Target | None:
+    """Where the fleet job pushes (None: no ``[fleet]`` dsn); ConfigError when the password
+    file cannot be used."""
+    from helixd.fleet.secret import SecretError
+
+    try:
+        return target_from(settings.fleet)
+    except SecretError as exc:
+        raise config.ConfigError(str(exc)) from None
+
+
 class _Stop(Exception):
     """Leaves the TaskGroup so that its other tasks are cancelled."""
 
@@ -430,6 +469,7 @@ def main(once: bool, config_path: Path | None) -> None:
     try:
         settings = config.load(config_path)
         config.price_table(settings)
+        fleet_target(settings)
     except config.ConfigError as exc:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)
