@@ -1,4 +1,4 @@
-"""``helixctl fleet push | status | migrate``: this machine's Tier 2 into the team's
+"""``helixctl fleet push | status | migrate | off``: this machine's Tier 2 into the team's
 PostgreSQL (``[fleet]`` in the config, docs/operations.md "Fleet"), and what is waiting.
 
 Also the helpers ``report --fleet`` and ``stats --fleet`` use to reach the server.  Exit codes
@@ -143,6 +143,27 @@ def migrate(ctx: click.Context) -> None:
     except PushError as exc:
         fail(ctx, str(exc), EXIT_STORE)
     click.echo(f"applied {', '.join(done)}" if done else "the fleet schema is current")
+
+
+@fleet.command()
+@click.pass_context
+def off(ctx: click.Context) -> None:
+    """Stop recording changes for the fleet and drop what waits to be pushed (after removing
+    [fleet] from the config).  The server keeps what it has; the next push starts over with
+    everything."""
+    from helixd.fleet.push import switch_off
+
+    settings = load_settings(ctx)
+
+    async def go() -> int:
+        store = await open_store(settings.store.db, readonly=False)
+        try:
+            return int(await switch_off(store))
+        finally:
+            await store.close()
+
+    dropped = asyncio.run(go())
+    click.echo(f"fleet recording off; {dropped:,} waiting changes dropped")
 
 
 def local_facts(db: Any) -> dict[str, Any] | None:

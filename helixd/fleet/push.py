@@ -163,3 +163,8 @@ async def migrate(target: Target) -> list[str]:
         raise PushError(scrub(str(exc).strip(), target.password)) from None
     finally:
         await conn.close()
+
+
+async def switch_off(store: Store) -> int:
+    """Stop recording (``helixctl fleet off``); the entries dropped."""
+    return int(await store.call(outbox.switch_off))

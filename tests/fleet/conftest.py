@@ -5,6 +5,7 @@ ingested (built once, copied per test)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ from tests.fleet.pgcluster import Cluster, bindir
 def pg_template() -> Iterator[Cluster]:
     """An initialised, stopped cluster that servers are copied from."""
     found = bindir()
+    if found is None and os.environ.get("HELIX_TESTS_REQUIRE_POSTGRES"):
+        pytest.fail("PostgreSQL server binaries not found and .ci/run requires them")
     if found is None:
         pytest.skip(
             "PostgreSQL server binaries not found (Debian: apt-get install postgresql;"

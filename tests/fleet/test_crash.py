@@ -83,6 +83,7 @@ def test_postgres_killed_mid_push_and_restarted_loses_and_doubles_nothing(
     for _ in range(3):
         proc = start_push(db, fleet_db, batch_rows=7)
         if not wait_past(proc, fleet_db, shipped(fleet_db) + rng.randint(0, 300)):
+            proc.communicate(timeout=60)
             break  # it finished: nothing left to interrupt
         pg_own.kill()
         _, err = proc.communicate(timeout=60)
@@ -107,6 +108,7 @@ def test_the_pusher_killed_mid_push_loses_and_doubles_nothing(make_store: Any, p
     for _ in range(3):
         proc = start_push(db, pg_db, batch_rows=7)
         if not wait_past(proc, pg_db, shipped(pg_db) + rng.randint(0, 300)):
+            proc.communicate(timeout=60)
             break
         time.sleep(rng.uniform(0, 0.05))
         proc.send_signal(signal.SIGKILL)

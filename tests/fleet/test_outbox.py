@@ -186,7 +186,7 @@ def test_a_crash_loses_no_change(tmp_path: Path) -> None:
     """SIGKILL ingest at random moments with the outbox on: after the resume, every Tier 2
     row has its entry, as after a clean run."""
     home = tmp_path / "home"
-    write_corpus(home / ".claude" / "projects", files=12, lines=400)
+    write_corpus(home / ".claude" / "projects", files=10, lines=300)
     dbs = {}
     for name in ("clean", "crashed"):
         db = tmp_path / name / "helix.db"
@@ -204,3 +204,30 @@ def test_a_crash_loses_no_change(tmp_path: Path) -> None:
         assert set(entries(db)) == tier2_keys(db)
         assert len(entries(db)) == len(set(entries(db)))
     assert len(entries(dbs["clean"])) == len(entries(dbs["crashed"]))
+
+
+def test_fleet_off_stops_recording_until_the_next_push_starts_over(make_store: Any) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, cli_env
+
+    db = make_store("claude")
+    seeded = call(db, outbox.switch_on, now_ms(), False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "fleet", "off"],
+        env=cli_env(db.parent, db),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{seeded:,} waiting changes dropped" in proc.stdout
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE usage SET output = output + 1")
+    con.close()
+    assert entries(db) == []
+    assert call(db, outbox.switch_on, now_ms(), False) == seeded
+    assert set(entries(db)) == tier2_keys(db)
