@@ -120,6 +120,7 @@ async def _ship(
         confirmed = await mirror.register(
             conn, mid, target.machine, target.user, version, target.include_text
         )
+    await mirror.prepare(conn)
     mark = await store.call(outbox.watermark)
     if mark and (confirmed is None or confirmed < mark):
         result.resync = True

@@ -25,16 +25,21 @@ _TITLE: Final = SESSION_COLUMNS.index("title")
 _DIGEST_TEXT: Final = ("first_prompt", "last_assistant")
 
 
-def clean(value: Any) -> Any:
-    """``value`` with every string storable by PostgreSQL (lists and dicts walked)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            value = value.replace("\x00", "\ufffd")
+def clean_str(value: str) -> str:
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             value = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
+    return value
+
+
+def clean(value: Any) -> Any:
+    """``value`` with every string storable by PostgreSQL (lists and dicts walked)."""
+    if isinstance(value, str):
+        return clean_str(value)
     if isinstance(value, list):
         return [clean(v) for v in value]
     if isinstance(value, dict):
@@ -43,7 +48,8 @@ def clean(value: Any) -> Any:
 
 
 def _row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(clean(v) for v in row)
+    """A row's strings cleaned (rows hold only strings, numbers and None)."""
+    return tuple(clean_str(v) if type(v) is str else v for v in row)
 
 
 def public_digest(doc: dict[str, Any]) -> dict[str, Any]:
@@ -69,12 +75,12 @@ def for_server(batch: Tier2Batch, include_text: bool) -> Tier2Batch:
         sessions = [(*r[:_TITLE], None, *r[_TITLE + 1 :]) for r in sessions]
     digests = []
     for uid, version, built, provisional, doc in batch.digests:
-        parsed = orjson.loads(doc)
-        if not include_text and isinstance(parsed, dict):
-            parsed = public_digest(parsed)
-        digests.append(
-            (clean(uid), version, built, provisional, orjson.dumps(clean(parsed)).decode())
-        )
+        if not include_text:
+            parsed = orjson.loads(doc)
+            doc = orjson.dumps(public_digest(parsed) if isinstance(parsed, dict) else parsed)
+        if b"\\u0000" in doc:  # (orjson never writes a lone surrogate: NUL is all to mend)
+            doc = orjson.dumps(clean(orjson.loads(doc)))
+        digests.append((clean_str(uid), version, built, provisional, bytes(doc).decode()))
     return replace(
         batch,
         sessions=sessions,
