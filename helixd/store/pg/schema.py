@@ -184,9 +184,8 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         );
 
         -- A role writes only the rows of the machines it registered; all rows are readable.
-        CREATE FUNCTION helix.owns(m uuid) RETURNS boolean LANGUAGE sql STABLE AS
-            $$ SELECT EXISTS (SELECT 1 FROM helix.machines
-                              WHERE machine_id = m AND owner = current_user) $$;
+        -- (The list of its machines is an uncorrelated subquery: computed once per statement,
+        -- not once per row.)
         ALTER TABLE helix.machines ENABLE ROW LEVEL SECURITY;
         CREATE POLICY read_all ON helix.machines FOR SELECT USING (true);
         CREATE POLICY register_own ON helix.machines FOR INSERT
@@ -194,18 +193,20 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         CREATE POLICY update_own ON helix.machines FOR UPDATE
             USING (owner = current_user) WITH CHECK (owner = current_user);
         DO $$
-        DECLARE t text;
+        DECLARE
+            t text;
+            own text := 'machine_id = ANY (ARRAY(SELECT m.machine_id FROM helix.machines m'
+                        ' WHERE m.owner = current_user))';
         BEGIN
             FOREACH t IN ARRAY ARRAY[{", ".join(f"'{t}'" for t in MIRRORED)}] LOOP
                 EXECUTE format('ALTER TABLE helix.%I ENABLE ROW LEVEL SECURITY', t);
                 EXECUTE format('CREATE POLICY read_all ON helix.%I FOR SELECT USING (true)', t);
                 EXECUTE format('CREATE POLICY insert_own ON helix.%I FOR INSERT'
-                               ' WITH CHECK (helix.owns(machine_id))', t);
+                               ' WITH CHECK (%s)', t, own);
                 EXECUTE format('CREATE POLICY update_own ON helix.%I FOR UPDATE'
-                               ' USING (helix.owns(machine_id))'
-                               ' WITH CHECK (helix.owns(machine_id))', t);
+                               ' USING (%s) WITH CHECK (%s)', t, own, own);
                 EXECUTE format('CREATE POLICY delete_own ON helix.%I FOR DELETE'
-                               ' USING (helix.owns(machine_id))', t);
+                               ' USING (%s)', t, own);
             END LOOP;
         END $$;
         """,
