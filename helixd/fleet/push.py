@@ -125,10 +125,11 @@ async def _ship(
     if mark and (confirmed is None or confirmed < mark):
         result.resync = True
         result.seeded += await store.call(outbox.resync, now_ms())
-    text_changed = await store.call(outbox.set_text, now_ms(), target.include_text)
-    if text_changed and not target.include_text:
-        async with conn.transaction():
-            await mirror.drop_text(conn, mid)
+    if await store.call(outbox.text_shipped) != target.include_text:
+        if not target.include_text:  # the server forgets the text first, then we re-send
+            async with conn.transaction():
+                await mirror.drop_text(conn, mid)
+        await store.call(outbox.set_text, now_ms(), target.include_text)
     while max_batches is None or result.batches < max_batches:
         async with conn.transaction():
             await mirror.lock(conn, mid)

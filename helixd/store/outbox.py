@@ -261,6 +261,11 @@ def set_text(con: sqlite3.Connection, now: int, include_text: bool) -> bool:
     return bool(_transaction(con, run))
 
 
+def text_shipped(con: sqlite3.Connection) -> bool:
+    """Whether this store's pushes ship conversation text (as last recorded)."""
+    return _meta(con, _TEXT) == "1"
+
+
 def machine_id(con: sqlite3.Connection) -> str | None:
     return _meta(con, _MACHINE_ID)
 
