@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import ConfigError, _closest, check_keys, parse_bytes
+from helixd.readconfig import ConfigError, _closest, check_keys, dsn_has_password, parse_bytes
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
@@ -117,6 +117,42 @@ class PriceSettings(_Section):
         return {m: p.model_dump(exclude_none=True) for m, p in self.models.items()}
 
 
+FLEET_DSN_PASSWORD = (
+    "the connection string must not carry a password: use HELIX_FLEET_PASSWORD,"
+    " [fleet] password_file (mode 0600) or libpq's PGPASSWORD / ~/.pgpass"
+)
+
+
+class FleetSettings(_Section):
+    """The fleet mirror (issue 17): Tier 2 rows pushed to one PostgreSQL shared by many
+    machines.  Off while ``dsn`` is empty.  The password never sits in this file: it comes
+    from ``HELIX_FLEET_PASSWORD``, from ``password_file`` (mode 0600), or from libpq's own
+    ``PGPASSWORD`` / ``~/.pgpass``."""
+
+    dsn: str = ""  # libpq connection string or URI, without a password
+    password_file: Path | None = None
+    machine: str = ""  # empty: the host name
+    user: str = ""  # empty: the login name
+    include_text: bool = False  # ship conversation text (Tier 1) too
+    push_seconds: float = Field(default=15, gt=0)
+    batch_rows: int = Field(default=1000, ge=1, le=100_000)
+    retry_max_seconds: float = Field(default=300, gt=0)
+    outbox_warn_rows: int = Field(default=1_000_000, ge=1)
+    connect_timeout_seconds: float = Field(default=10, gt=0)
+
+    @field_validator("dsn")
+    @classmethod
+    def _no_password(cls, value: str) -> str:
+        if dsn_has_password(value):
+            raise ValueError(FLEET_DSN_PASSWORD)
+        return value
+
+    @field_validator("password_file", mode="before")
+    @classmethod
+    def _expand_file(cls, value: Any) -> Any:
+        return None if value == "" else _expand(value)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HELIX_", env_nested_delimiter="__", extra="forbid"
@@ -129,6 +165,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     prices: PriceSettings = Field(default_factory=PriceSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -233,7 +270,8 @@ def plain_errors(exc: ValidationError, path: Path, doc: Mapping[str, Any]) -> st
         want = _WANT.get(err["type"])
         message = str(err["msg"]).removeprefix("Value error, ")
         value = err.get("input")
-        got = f", got {value!r}" if want and not isinstance(value, dict) else ""
+        secret = loc[:1] == ["fleet"]  # never echo a [fleet] value: a DSN may hold a password
+        got = f", got {value!r}" if want and not isinstance(value, dict) and not secret else ""
         lines.append(f"{where}: {want or message}{got}")
     return "invalid configuration: " + "; ".join(lines)
 

@@ -87,6 +87,20 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
     "web": frozenset({"enabled", "host", "port", "allowed_hosts"}),
     "agents": frozenset(),  # a table per agent: AGENT_KEYS
     "prices": frozenset({"table", "models"}),
+    "fleet": frozenset(
+        {
+            "dsn",
+            "password_file",
+            "machine",
+            "user",
+            "include_text",
+            "push_seconds",
+            "batch_rows",
+            "retry_max_seconds",
+            "outbox_warn_rows",
+            "connect_timeout_seconds",
+        }
+    ),
 }
 AGENT_KEYS: Final = frozenset({"enabled", "roots"})
 _TRUE: Final = frozenset({"1", "true", "yes", "on", "y", "t"})
@@ -116,6 +130,19 @@ class AgentRoots:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetRead:
+    """What reads need of ``[fleet]``: where the shared PostgreSQL is (``dsn`` empty: no
+    fleet) and how this machine is named there.  Never a password."""
+
+    dsn: str = ""
+    password_file: Path | None = None
+    machine: str = ""
+    user: str = ""
+    outbox_warn_rows: int = 1_000_000
+    connect_timeout_seconds: float = 10
+
+
+@dataclass(frozen=True, slots=True)
 class ReadConfig:
     """What read commands need to know.  ``path`` is the config file in use (it may not
     exist); ``store_db`` is expanded (``~``) but not resolved."""
@@ -126,6 +153,7 @@ class ReadConfig:
     price_overrides: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     budgets: Mapping[str, int] = field(default_factory=lambda: dict(BUDGET_DEFAULTS))
     agents: Mapping[str, AgentRoots] = field(default_factory=dict)
+    fleet: FleetRead = field(default_factory=FleetRead)
 
     def agent(self, name: str) -> AgentRoots:
         return self.agents.get(name, AgentRoots())
@@ -204,9 +232,15 @@ def _helix_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 _SIMPLE_ENV: Final = re.compile(
     r"helix_(store_db|store__db|prices__table|retention__[a-z0-9_]+|agents__[a-z0-9_-]+__(roots|enabled)"
-    r"|(ingest|daemon|retention|web)__[a-z0-9_]+|config|socket|state_dir|log.*)"
+    r"|(ingest|daemon|retention|web|fleet)__[a-z0-9_]+|fleet_password|config|socket|state_dir|log.*)"
 )
-_OUR_SECTIONS: Final = ("helix_store", "helix_prices", "helix_retention", "helix_agents")
+_OUR_SECTIONS: Final = (
+    "helix_store",
+    "helix_prices",
+    "helix_retention",
+    "helix_agents",
+    "helix_fleet",
+)
 
 
 def _understood(env: Mapping[str, str]) -> bool:
@@ -233,6 +267,14 @@ def _from_full_model(config: Path | None) -> ReadConfig:
             name: AgentRoots(a.enabled, tuple(r.expanduser() for r in a.roots))
             for name, a in settings.agents.items()
         },
+        fleet=FleetRead(
+            dsn=settings.fleet.dsn,
+            password_file=settings.fleet.password_file,
+            machine=settings.fleet.machine,
+            user=settings.fleet.user,
+            outbox_warn_rows=settings.fleet.outbox_warn_rows,
+            connect_timeout_seconds=settings.fleet.connect_timeout_seconds,
+        ),
     )
 
 
@@ -289,7 +331,64 @@ def _build(path: Path, doc: Mapping[str, Any], env: Mapping[str, str]) -> ReadCo
         price_overrides=overrides,
         budgets=budgets,
         agents=_agents(_section(doc, "agents", path), env, path),
+        fleet=_fleet(_section(doc, "fleet", path), env, path),
     )
+
+
+def dsn_has_password(dsn: str) -> bool:
+    """Whether a libpq connection string (``key=value`` words or a ``postgresql://`` URI)
+    carries a password — which the config must never hold."""
+    text = dsn.strip()
+    if re.match(r"postgres(ql)?://", text, re.I):
+        from urllib.parse import parse_qs, urlsplit
+
+        try:
+            parts = urlsplit(text)
+        except ValueError:
+            return False  # libpq refuses it anyway
+        userinfo = parts.netloc.rpartition("@")[0]
+        return ":" in userinfo or "password" in parse_qs(parts.query)
+    return re.search(r"(^|\s)password\s*=", text) is not None
+
+
+def _fleet(section: Mapping[str, Any], env: Mapping[str, str], path: Path) -> FleetRead:
+    def value(key: str) -> tuple[Any, str]:
+        name = f"helix_fleet__{key}"
+        if name in env:
+            return env[name], name.upper()
+        return section.get(key), f"{key} in [fleet] of {path}"
+
+    out: dict[str, Any] = {}
+    for key in ("dsn", "machine", "user"):
+        raw, where = value(key)
+        if raw is None:
+            continue
+        if not isinstance(raw, str):
+            raise ConfigError(f"invalid configuration: {where}: want a string")
+        out[key] = raw
+    if dsn_has_password(out.get("dsn", "")):
+        raise ConfigError(
+            f"invalid configuration: {value('dsn')[1]}: the connection string must not carry"
+            " a password (use HELIX_FLEET_PASSWORD, [fleet] password_file or libpq's"
+            " PGPASSWORD / ~/.pgpass)"
+        )
+    raw, where = value("password_file")
+    if raw not in (None, ""):
+        if not isinstance(raw, str):
+            raise ConfigError(f"invalid configuration: {where}: want a path")
+        out["password_file"] = Path(raw).expanduser()
+    for key, kind in (("outbox_warn_rows", int), ("connect_timeout_seconds", float)):
+        raw, where = value(key)
+        if raw is None:
+            continue
+        try:
+            number = kind(raw) if isinstance(raw, str | int | float) else None
+        except ValueError:
+            number = None
+        if number is None or isinstance(raw, bool) or number <= 0:
+            raise ConfigError(f"invalid configuration: {where}: want a number > 0")
+        out[key] = number
+    return FleetRead(**out)
 
 
 def _price_overrides(models: Any, path: Path) -> dict[str, dict[str, float]]:

@@ -23,6 +23,7 @@ def test_example_config_loads_and_matches_the_defaults(monkeypatch: pytest.Monke
     assert loaded.store == defaults.store
     assert loaded.daemon == defaults.daemon
     assert loaded.retention == defaults.retention
+    assert loaded.fleet == defaults.fleet
     assert loaded.agent("claude").enabled and loaded.agent("claude").roots == []
 
 

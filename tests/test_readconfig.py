@@ -37,6 +37,13 @@ CASES: list[tuple[str, str, dict[str, str]]] = [
         {"HELIX_AGENTS__GROK__ROOTS": '["/g"]', "HELIX_AGENTS__GEMINI__ENABLED": "false"},
     ),
     ("unrelated keys ignored", '[daemon]\ndebounce_ms = 5\n[ingest]\nchunk_bytes = "1MiB"\n', {}),
+    (
+        "fleet",
+        '[fleet]\ndsn = "host=/run/pg dbname=helix user=me"\nmachine = "ci-7"\n'
+        'password_file = "~/.fleet-pw"\noutbox_warn_rows = 10\n',
+        {"HELIX_FLEET__USER": "bot", "HELIX_FLEET__CONNECT_TIMEOUT_SECONDS": "3"},
+    ),
+    ("fleet password env is not a key", "", {"HELIX_FLEET_PASSWORD": "x"}),
     # Forms the light reader does not interpret itself: it builds the full model.
     ("whole section as JSON", "", {"HELIX_STORE": '{"db": "/json.db"}'}),
     ("one model's price from env", "", {"HELIX_PRICES__MODELS__X__INPUT": "3"}),
@@ -50,6 +57,14 @@ def _comparable(rc: ReadConfig) -> dict[str, object]:
         "overrides": {m: dict(v) for m, v in rc.price_overrides.items()},
         "budgets": dict(rc.budgets),
         "agents": {n: (a.enabled, a.roots) for n, a in rc.agents.items()},
+        "fleet": (
+            rc.fleet.dsn,
+            rc.fleet.password_file,
+            rc.fleet.machine,
+            rc.fleet.user,
+            rc.fleet.outbox_warn_rows,
+            rc.fleet.connect_timeout_seconds,
+        ),
     }
 
 
@@ -63,6 +78,14 @@ def _full(cfg: Path | None) -> dict[str, object]:
         "agents": {
             n: (a.enabled, tuple(r.expanduser() for r in a.roots)) for n, a in s.agents.items()
         },
+        "fleet": (
+            s.fleet.dsn,
+            s.fleet.password_file,
+            s.fleet.machine,
+            s.fleet.user,
+            s.fleet.outbox_warn_rows,
+            s.fleet.connect_timeout_seconds,
+        ),
     }
 
 
@@ -96,6 +119,9 @@ def test_the_light_reader_agrees_with_the_full_model(
         ("", {"HELIX_AGENTS__CLAUDE__ROOTS": "/x"}, "HELIX_AGENTS__CLAUDE__ROOTS"),
         ('[prices.models."m"]\ninptu = 1\n', {}, "inptu in [prices.models"),
         ("[store\n", {}, "not TOML"),
+        ("[fleet]\ndsn = 5\n", {}, "dsn in [fleet]"),
+        ("", {"HELIX_FLEET__OUTBOX_WARN_ROWS": "many"}, "HELIX_FLEET__OUTBOX_WARN_ROWS"),
+        ("[fleet]\ndsn = 'postgresql://u:pw@h/db'\n", {}, "must not carry a password"),
     ],
 )
 def test_a_bad_value_names_its_key_and_where_it_was_set(

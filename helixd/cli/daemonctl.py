@@ -4,6 +4,7 @@ talk to it over its socket (``docs/socket-protocol.md``)."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from helixd.daemon import status as status_mod
 
     rc = read_settings(ctx)
-    facts, fault = _status_facts(rc.store_db) if rc.store_db.exists() else (None, None)
+    facts, fleet, fault = _status_facts(rc.store_db) if rc.store_db.exists() else (None,) * 3
     doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets), live_status(rc.store_db), fault)
     doc["sources"] = _survey(rc)
+    if rc.fleet.dsn or (fleet and fleet["recording"]):
+        from helixd.fleet.status import local
+
+        now = int(time.time() * 1000)
+        doc["fleet"] = local(fleet, bool(rc.fleet.dsn), rc.fleet.outbox_warn_rows, now)
     if as_json:
         echo_json(doc)
     else:
@@ -38,24 +44,26 @@ def status(ctx: click.Context, as_json: bool) -> None:
     ctx.exit(0 if doc["daemon"]["running"] and not problem else EXIT_STORE)
 
 
-def _status_facts(db: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """What the store holds, or what keeps it from being read."""
+def _status_facts(
+    db: Path,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """What the store holds and its fleet outbox, or what keeps it from being read."""
     from helixd.cli.common import CLI_BUSY_MS
     from helixd.query import NoStore, classify, open_reader
-    from helixd.query.status import store_facts
+    from helixd.query.status import fleet_facts, store_facts
 
     try:
         con = open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:
         fault = classify(exc, db)
-        return None, fault.as_dict() if fault else None
+        return None, None, fault.as_dict() if fault else None
     try:
-        return store_facts(con), None
+        return store_facts(con), fleet_facts(con), None
     except Exception as exc:
         fault = classify(exc, db)
         if fault is None:
             raise
-        return None, fault.as_dict()
+        return None, None, fault.as_dict()
     finally:
         con.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,7 +16,8 @@ import click
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check the daemon, service, hooks, socket, the store (deleted, replaced, read-only,
     corrupt, locked, what the daemon meets), files that keep failing, watch limit, the
-    agents' own log retention and disk space.  Exit 0 when nothing failed, 1 otherwise."""
+    agents' own log retention, disk space and the fleet database.  Exit 0 when nothing
+    failed, 1 otherwise."""
     from helixd import config
     from helixd.adapters import REGISTRY
     from helixd.cli.common import echo_json, live_status, load_settings
@@ -40,6 +42,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         db, roots, hook_states, settings.retention.raw_hard_cap_bytes, os.environ, Path.home(), live
     )
     result.append(checks.sources(survey(pairs)))
+    result.append(_fleet_check(ctx, settings))
     doc = checks.summary(result)
     if as_json:
         echo_json(doc)
@@ -49,3 +52,20 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
             line = f"[{marks[c.level]}] {c.name}: {c.message}"
             click.echo(line + (f"\n         fix: {c.fix}" if c.fix else ""))
     sys.exit(0 if doc["ok"] else 1)
+
+
+def _fleet_check(ctx: click.Context, settings: Any) -> Any:
+    import time
+
+    from helixd.cli.fleet import local_facts
+    from helixd.fleet.secret import SecretError
+    from helixd.fleet.target import target_from
+    from helixd.ops import checks
+
+    try:
+        target = target_from(settings.fleet)
+    except SecretError as exc:
+        return checks.Check("fleet", "fail", str(exc), "chmod 600 the file, or fix password_file")
+    facts = local_facts(settings.store.db)
+    now = int(time.time() * 1000)
+    return checks.fleet(target, facts, settings.fleet.outbox_warn_rows, now)

@@ -46,6 +46,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "statusline": ("helixd.cli.mcpcmd", "statusline"),
     "completion": ("helixd.cli.complete", "completion"),
     "web": ("helixd.cli.web", "web"),
+    "fleet": ("helixd.cli.fleet", "fleet"),
 }
 
 

@@ -187,6 +187,8 @@ def print_status(doc: dict[str, Any]) -> None:
         f" of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )
+    if "fleet" in doc:
+        click.echo(f"  {fleet_line(doc['fleet'])}")
     loss = st.get("data_loss") or {}
     if loss.get("sessions"):
         click.echo(
@@ -234,3 +236,19 @@ def _print_failing(d: dict[str, Any]) -> None:
     error = d.get("status_file_error")
     if error:
         click.echo(f"  status file {error['path']} cannot be written: {error['error']}")
+
+
+def fleet_line(loc: dict[str, Any]) -> str:
+    """One line: the mirror's state on this machine (also in `helixctl status`)."""
+    if not loc.get("recording"):
+        return "fleet: configured, nothing pushed yet" if loc["configured"] else "fleet: off"
+    line = (
+        f"fleet: {loc['pending']:,} changes waiting"
+        + (f" (oldest {loc['lag_s']:,.0f} s)" if loc["pending"] else "")
+        + f", last push {loc['last_push_at'] or 'never'}"
+    )
+    if loc.get("last_error"):
+        line += f"; FAILED ({loc['failures']} in a row): {loc['last_error']}"
+    if loc.get("over_warn_rows"):
+        line += f"; more than {loc['warn_rows']:,} waiting: is the server reachable?"
+    return line

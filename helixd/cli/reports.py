@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from datetime import date, tzinfo
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,6 +29,26 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
         return parse_day(value, int(time.time() * 1000), tz)
     except BadTime as exc:
         raise click.BadParameter(str(exc), param_hint=hint) from None
+
+
+_FLEET = (
+    click.option(
+        "--fleet", is_flag=True, help="Every machine of the fleet's PostgreSQL ([fleet] dsn)."
+    ),
+    click.option("--machine", "machines", multiple=True, help="With --fleet: only this machine."),
+    click.option("--user", "users", multiple=True, help="With --fleet: only this user."),
+)
+
+
+def _fleet_options(fn: Any) -> Any:
+    for option in reversed(_FLEET):
+        fn = option(fn)
+    return fn
+
+
+def _check_fleet(fleet: bool, machines: tuple[str, ...], users: tuple[str, ...]) -> None:
+    if (machines or users) and not fleet:
+        raise click.UsageError("--machine and --user need --fleet")
 
 
 # -- report --------------------------------------------------------------------------------
@@ -72,6 +93,7 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@_fleet_options
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -86,11 +108,16 @@ def report(
     start_of_week: str,
     fmt: str,
     as_json: bool,
+    fleet: bool,
+    machines: tuple[str, ...],
+    users: tuple[str, ...],
 ) -> None:
-    """Token usage and cost per day, week, month or session, from the store."""
+    """Token usage and cost per day, week, month or session, from the store (with --fleet:
+    of every machine, from the fleet's PostgreSQL, also by machine and user)."""
     from helixd.query.usage import ReportQuery
     from helixd.query.usage import report as run
 
+    _check_fleet(fleet, machines, users)
     check_agents(agents)
     tz = zone(timezone)
     q = ReportQuery(
@@ -104,11 +131,21 @@ def report(
         week_start=_WEEKDAYS.index(start_of_week),
     )
     _, table = prices(ctx)
-    con = reader(ctx)
-    try:
-        doc = run(con, q, table)
-    finally:
-        con.close()
+    if fleet:
+        from helixd.cli.fleet import fleet_reader
+        from helixd.query.fleet import report as run_fleet
+
+        conn = fleet_reader(ctx)
+        try:
+            doc = run_fleet(conn, q, table, machines, users)
+        finally:
+            conn.close()
+    else:
+        con = reader(ctx)
+        try:
+            doc = run(con, q, table)
+        finally:
+            con.close()
     if fmt == "ccusage":
         from helixd.core.usage_report import ccusage_shape
 
@@ -220,21 +257,41 @@ def tokens(
 @click.option("--top", default=15, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--timezone", "-z", "timezone", default=None, help="Zone for times typed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_fleet_options
 @click.pass_context
 def stats(
-    ctx: click.Context, since: str | None, top: int, timezone: str | None, as_json: bool
+    ctx: click.Context,
+    since: str | None,
+    top: int,
+    timezone: str | None,
+    as_json: bool,
+    fleet: bool,
+    machines: tuple[str, ...],
+    users: tuple[str, ...],
 ) -> None:
     """Sessions and spend by agent, repo and model; tool success rates; most-edited
-    files; test runs by framework; interventions and errors per session."""
+    files; test runs by framework; interventions and errors per session (with --fleet: of
+    every machine, also by machine and user)."""
     from helixd.query.stats import stats as run
 
+    _check_fleet(fleet, machines, users)
     lo = instant(since, "--since", zone(timezone))
     _, table = prices(ctx)
-    con = reader(ctx)
-    try:
-        doc = run(con, lo, top, table)
-    finally:
-        con.close()
+    if fleet:
+        from helixd.cli.fleet import fleet_reader
+        from helixd.query.fleet import stats as run_fleet
+
+        conn = fleet_reader(ctx)
+        try:
+            doc = run_fleet(conn, lo, top, table, machines, users)
+        finally:
+            conn.close()
+    else:
+        con = reader(ctx)
+        try:
+            doc = run(con, lo, top, table)
+        finally:
+            con.close()
     if as_json:
         echo_json(doc)
     else:

@@ -28,9 +28,14 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
     entries = doc["sessions" if period == "session" else period]
     rows = []
     for e in entries:
-        rows.append([str(e[key]), ", ".join(e["modelsUsed"]), *_usage_cells(e)])
+        name = f"{e['machine']} {e[key]}" if "machine" in e else str(e[key])
+        rows.append([name, ", ".join(e["modelsUsed"]), *_usage_cells(e)])
         if breakdown:
             rows.extend(["  └", b["modelName"], *_usage_cells(b)] for b in e["modelBreakdowns"])
+            rows.extend(
+                ["  └", f"{b['machine']} ({b['user']})", *_usage_cells(b)]
+                for b in e.get("machineBreakdowns", ())
+            )
     head = ["", "Models", "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
     click.echo(
         render(
@@ -52,11 +57,37 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
             f" {undated['outputTokens']:,} output, ${undated['totalCost']:,.2f}, with no usable"
             " time (missing or impossible timestamps); `helixctl report session` counts them."
         )
+    if "machines" in doc:  # a fleet report: the range by machine and by user
+        for title, first, key in (("machine", "Machine", "machine"), ("user", "User", "user")):
+            rows = [
+                [str(m[key]), ", ".join(m["modelsUsed"]), *_usage_cells(m)] for m in doc[f"{key}s"]
+            ]
+            click.echo()
+            click.echo(
+                render(
+                    [
+                        first,
+                        "Models",
+                        "Input",
+                        "Output",
+                        "Cache write",
+                        "Cache read",
+                        "Total",
+                        "Cost",
+                    ],
+                    rows,
+                    right=[False, False, *[True] * 6],
+                    flex=1,
+                    title=f"By {title}",
+                )
+            )
 
 
 def print_stats(doc: dict[str, Any]) -> None:
     out = []
-    for dim in ("agent", "repo", "model"):
+    for dim in ("agent", "repo", "model", "machine", "user"):
+        if f"by_{dim}" not in doc:  # machine and user: fleet stats only
+            continue
         rows = [
             [key, f"{s['sessions']:,}", f"{s['tokens']:,}", f"${s['cost']:,.2f}"]
             for key, s in doc[f"by_{dim}"].items()

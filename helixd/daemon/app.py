@@ -50,6 +50,8 @@ from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.watcher import Watcher
 from helixd.daemon.worker import CHECK_STORE, SCAN_DIR, SESSION_END, Limits, Worker
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.fleet.job import FleetJob
+from helixd.fleet.target import Target, target_from
 from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
@@ -96,6 +98,7 @@ class Daemon:
         self.guard.on_open = self._opened
         self.web: Any = None
         self._background: set[asyncio.Task[Any]] = set()
+        self.fleet: FleetJob | None = None
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -225,6 +228,7 @@ class Daemon:
         try:
             settings = config.load(self.config_path)
             prices = config.price_table(settings)
+            fleet_target(settings)
         except config.ConfigError as exc:
             log.error("reload_failed", error=str(exc))
             return
@@ -254,6 +258,30 @@ class Daemon:
         self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
         self.scheduler.add("evict", self._job_evict, d.evict_seconds)
         self.scheduler.add("renormalize", self._job_renormalize, d.renormalize_seconds)
+        try:
+            target = fleet_target(self.settings)
+        except config.ConfigError as exc:  # the password file changed since it was checked
+            log.error("fleet_off", error=str(exc))
+            target = None
+        if target is not None:
+            f = self.settings.fleet
+            self.fleet = FleetJob(
+                target,
+                __version__,
+                f.push_seconds,
+                f.retry_max_seconds,
+                lambda seconds: self.scheduler.reschedule("fleet", seconds),
+            )
+            self.scheduler.add("fleet", self._job_fleet, f.push_seconds)
+        else:
+            self.fleet = None
+
+    async def _job_fleet(self) -> dict[str, Any]:
+        """Push the fleet outbox (docs/operations.md, "Fleet")."""
+        if self.fleet is None:  # [fleet] removed by a reload
+            return {"off": True}
+        async with self.guard.use() as store:
+            return await self.fleet(store)
 
     async def _job_reconcile(self) -> str:
         self.queue.put(RECONCILE)
@@ -516,6 +544,17 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+def fleet_target(settings: config.Settings) -> Target | None:
+    """Where the fleet job pushes (None: no ``[fleet]`` dsn); ConfigError when the password
+    file cannot be used."""
+    from helixd.fleet.secret import SecretError
+
+    try:
+        return target_from(settings.fleet)
+    except SecretError as exc:
+        raise config.ConfigError(str(exc)) from None
+
+
 class _Stop(Exception):
     """Leaves the TaskGroup so that its other tasks are cancelled."""
 
@@ -561,6 +600,7 @@ def main(once: bool, config_path: Path | None) -> None:
     try:
         settings = config.load(config_path)
         config.price_table(settings)
+        fleet_target(settings)
     except config.ConfigError as exc:
         click.echo(f"helixd: {exc}", err=True)
         sys.exit(2)

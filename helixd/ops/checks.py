@@ -246,6 +246,50 @@ def disk(db: Path, hard_cap: int) -> Check:
     )
 
 
+def fleet(target: Any, facts: dict[str, Any] | None, warn_rows: int, now_ms: int) -> Check:
+    """The fleet database: reachable with this machine's credentials, schema current, pushes
+    keeping up (``target`` None: no fleet configured)."""
+    if target is None:
+        return Check("fleet", "ok", "no fleet database configured ([fleet] dsn)")
+    from helixd.fleet.status import local, probe
+
+    srv = probe(target, (facts or {}).get("machine_id"))
+    if not srv["reachable"]:
+        return Check(
+            "fleet",
+            "fail",
+            f"cannot reach {srv['server']}: {srv.get('error')}",
+            "check [fleet] dsn, the password (HELIX_FLEET_PASSWORD, password_file, PGPASSWORD or"
+            " ~/.pgpass) and that the server lets this host in (pg_hba.conf)",
+        )
+    if srv.get("error"):
+        return Check("fleet", "fail", f"{srv['server']}: {srv['error']}", "helixctl fleet status")
+    if srv.get("migrations_due"):
+        return Check(
+            "fleet",
+            "warn",
+            f"{srv['server']}: schema behind ({', '.join(srv['migrations_due'])} due)",
+            "helixctl fleet migrate  (as the database's owner)",
+        )
+    loc = local(facts, True, warn_rows, now_ms)
+    waiting = f"{loc['pending']:,} changes waiting" + (
+        f" (oldest {loc['lag_s']:,.0f} s)" if loc["pending"] else ""
+    )
+    if loc.get("last_error"):
+        return Check(
+            "fleet",
+            "warn",
+            f"the last push failed ({loc['failures']} in a row): {loc['last_error']}; {waiting}",
+            "helixctl fleet push  (shows the error at once)",
+        )
+    if loc.get("over_warn_rows"):
+        return Check(
+            "fleet", "warn", f"{waiting}: pushes are not keeping up", "helixctl fleet status"
+        )
+    machines = len(srv.get("machines") or [])
+    return Check("fleet", "ok", f"{srv['server']}: {machines} machines; {waiting}")
+
+
 def run_all(
     db: Path,
     roots: list[Path],

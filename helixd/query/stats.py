@@ -4,6 +4,7 @@ most-edited files; test runs by framework; interventions and errors per session.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixd.core.testcommands import test_runner
@@ -59,22 +60,46 @@ def _tests(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, Any]]:
 
 
 def stats(con: sqlite3.Connection, since: int | None, top: int, prices: Prices) -> dict[str, Any]:
-    raw = queries.stats(con, since, top)
-    by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
-    for agent, repo, n in raw["sessions"]:
-        for dim, key in (("agent", agent), ("repo", repo or "-")):
-            by[dim].setdefault(key, _spend())["sessions"] += n
-    for agent, repo, model, *c in raw["usage"]:
+    return shape(queries.stats(con, since, top), since, top, prices)
+
+
+def shape(
+    raw: Mapping[str, Any],
+    since: int | None,
+    top: int,
+    prices: Prices,
+    machine_of: Callable[[Any], tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The stats document from the rows ``queries.stats`` returns.  With ``machine_of`` (the
+    fleet's rows: a machine id after the dimensions of ``sessions`` and ``usage`` and after the
+    counts of ``per_session``, named ``(machine, user)`` by it) also ``by_machine`` and
+    ``by_user``, and each session of the top list names its machine."""
+    fleet = machine_of is not None
+    dims = ("agent", "repo", "model", *(("machine", "user") if fleet else ()))
+    by: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in dims}
+
+    def where(agent: str, repo: str | None, rest: list[Any]) -> list[tuple[str, str]]:
+        keys = [("agent", agent), ("repo", repo or "-")]
+        if machine_of is not None:
+            label, user = machine_of(rest[0])
+            keys += [("machine", label), ("user", user)]
+        return keys
+
+    for agent, repo, *rest in raw["sessions"]:
+        for dim, key in where(agent, repo, rest):
+            by[dim].setdefault(key, _spend())["sessions"] += rest[-1]
+    for agent, repo, model, *rest in raw["usage"]:
+        c = rest[1:] if fleet else rest
         usd = cost(prices, model, c)
         total = sum(c[:5])
-        for dim, key in (("agent", agent), ("repo", repo or "-"), ("model", model)):
+        for dim, key in [*where(agent, repo, rest), ("model", model)]:
             s = by[dim].setdefault(key, _spend())
             s["tokens"] += total
             s["cost"] += usd
     for model, n in raw["model_sessions"]:
         by["model"].setdefault(model, _spend())["sessions"] = n
     per_session = sorted(raw["per_session"], key=lambda r: -(r[1] + r[2]))
-    return {
+    doc = {
         "since": iso(since),
         "by_agent": by["agent"],
         "by_repo": dict(sorted(by["repo"].items(), key=lambda kv: -kv[1]["cost"])[:top]),
@@ -90,7 +115,17 @@ def stats(con: sqlite3.Connection, since: int | None, top: int, prices: Prices) 
             "interventions": sum(r[1] for r in per_session),
             "errors": sum(r[2] for r in per_session),
             "top": [
-                {"session_uid": u, "interventions": i, "errors": e} for u, i, e in per_session[:top]
+                {
+                    "session_uid": r[0],
+                    "interventions": r[1],
+                    "errors": r[2],
+                    **({"machine": machine_of(r[3])[0]} if machine_of else {}),
+                }
+                for r in per_session[:top]
             ],
         },
     }
+    if fleet:
+        doc["by_machine"] = by["machine"]
+        doc["by_user"] = by["user"]
+    return doc

@@ -93,6 +93,11 @@ class Store:
         result: T = await self.db._execute(fn, *args)  # type: ignore[no-untyped-call]
         return result
 
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the store's thread: for the store functions that take
+        the ``sqlite3`` connection (``helixd.store.outbox``), without reaching into it."""
+        return await self.run(fn, self.db._conn, *args)
+
     @classmethod
     async def open(
         cls, path: Path, *, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS

@@ -82,6 +82,55 @@ def _unknown_times() -> str:
         """
 
 
+# -- m010_fleet_outbox (issue 17): part of a shipped migration, never edit ----------------------
+# The transactional outbox of the fleet mirror.  While the meta key ``fleet_outbox`` is set,
+# a trigger on every Tier 2 table records the changed row's key in ``fleet_outbox``, in the
+# transaction that changed it, so the write path itself is untouched.  One entry per row: a
+# later change replaces the entry with a new (larger, never reused) id and keeps the time of
+# the oldest change not yet shipped; a push reads entries in id order, sends the rows' current
+# state and deletes the entries the server confirmed (``helixd/store/outbox.py``).
+# (trigger name, table, events, entry kind, k1, k2, k3) with ``R`` standing for NEW or OLD.
+_OUTBOX_SOURCES: Final = (
+    ("session", "sessions", ("INSERT", "UPDATE"), "session", "R.id", "0", "''"),
+    ("digest", "digests", ("INSERT", "UPDATE", "DELETE"), "digest", "R.session_id", "0", "''"),
+    ("usage", "usage", ("INSERT", "UPDATE", "DELETE"), "usage", "R.key", "0", "''"),
+    (
+        "bucket",
+        "usage_buckets",
+        ("INSERT", "UPDATE", "DELETE"),
+        "bucket",
+        "R.session_id",
+        "R.bucket",
+        "R.model",
+    ),
+    *(
+        (name, name, ("INSERT", "UPDATE", "DELETE"), "signals", "R.session_id", "0", "''")
+        for name in ("tool_calls", "test_runs", "file_operations", "session_signals")
+    ),
+)
+
+
+def _outbox_triggers() -> str:
+    out = []
+    for name, table, events, kind, *keys in _OUTBOX_SOURCES:
+        for event in events:
+            row = "OLD" if event == "DELETE" else "NEW"
+            k1, k2, k3 = (k.replace("R.", f"{row}.") for k in keys)
+            match = f"tbl = '{kind}' AND k1 = {k1} AND k2 = {k2} AND k3 = {k3}"
+            out.append(
+                f"CREATE TRIGGER fleet_{name}_{event.lower()} AFTER {event} ON {table}\n"
+                "WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'fleet_outbox')\n"
+                "BEGIN\n"
+                f"    INSERT INTO fleet_outbox (tbl, k1, k2, k3, at)\n"
+                f"        SELECT '{kind}', {k1}, {k2}, {k3}, coalesce(min(at), {_NOW_MS})\n"
+                f"        FROM fleet_outbox WHERE {match};\n"
+                f"    DELETE FROM fleet_outbox WHERE {match}\n"
+                "        AND id < (SELECT max(id) FROM fleet_outbox);\n"
+                "END;"
+            )
+    return "\n".join(out)
+
+
 MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
         "m001_initial",
@@ -486,5 +535,29 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         CREATE INDEX test_runs_ts ON test_runs (ts);
         CREATE INDEX file_operations_ts ON file_operations (ts);
         """,
+    ),
+    (
+        "m010_fleet_outbox",
+        """
+        -- What changed in Tier 2 and is not on the fleet server yet (see _OUTBOX_SOURCES).
+        -- tbl: session | digest | usage | bucket | signals (all signals of session k1);
+        -- k1..k3: the row's key; at: when its oldest unshipped change was made (ms).
+        CREATE TABLE fleet_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            tbl TEXT NOT NULL,
+            k1 INTEGER NOT NULL,
+            k2 INTEGER NOT NULL,
+            k3 TEXT NOT NULL,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX fleet_outbox_row ON fleet_outbox (tbl, k1, k2, k3);
+        -- With fleet.include_text: the highest event id of each session whose text was
+        -- shipped (event ids only ever grow, so a rebuilt session's events are sent again).
+        CREATE TABLE fleet_text_marks (
+            session_id INTEGER PRIMARY KEY,
+            event_id INTEGER NOT NULL
+        );
+        """
+        + _outbox_triggers(),
     ),
 )
