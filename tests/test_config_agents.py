@@ -38,6 +38,8 @@ def test_example_roots_are_the_adapters_defaults(
         ("codex", [".codex/sessions", ".codex/archived_sessions"]),
         ("gemini", [".gemini/tmp"]),
         ("grok", [".grok/sessions"]),
+        # issue 16 part B
+        ("copilot", [".copilot/session-state"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

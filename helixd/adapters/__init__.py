@@ -8,10 +8,23 @@ from __future__ import annotations
 
 from typing import Final
 
-from helixd.adapters import claude, codex, gemini, grok
+from helixd.adapters import (
+    claude,
+    codex,
+    copilot,  # issue 16 part B
+    gemini,
+    grok,
+)
 from helixd.adapters.base import Adapter, Chunk, FileContext
 
-REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, grok.ADAPTER)
+REGISTRY: Final[tuple[Adapter, ...]] = (
+    claude.ADAPTER,
+    codex.ADAPTER,
+    gemini.ADAPTER,
+    grok.ADAPTER,
+    # issue 16 part B: line files and JSON documents
+    copilot.ADAPTER,
+)
 
 
 def adapter_named(name: str) -> Adapter:
