@@ -40,6 +40,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("grok", [".grok/sessions"]),
         # issue 16 part B
         ("copilot", [".copilot/session-state"]),
+        ("pi", [".pi/agent/sessions"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

@@ -14,6 +14,7 @@ from helixd.adapters import (
     copilot,  # issue 16 part B
     gemini,
     grok,
+    pi,  # issue 16 part B
 )
 from helixd.adapters.base import Adapter, Chunk, FileContext
 
@@ -24,6 +25,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     grok.ADAPTER,
     # issue 16 part B: line files and JSON documents
     copilot.ADAPTER,
+    pi.ADAPTER,
 )
 
 
