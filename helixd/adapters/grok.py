@@ -515,6 +515,8 @@ ADAPTER: Final = Adapter(
     default_roots=default_roots,
     matches=matches,
     sidecar=sidecar,
+    usage_note="grok writes token usage only to updates.jsonl (turn_completed);"
+    " this session has none",
     whole_file=whole_file,
     description="Grok Build sessions (~/.grok/sessions/<cwd>/<session>/)",
 )
