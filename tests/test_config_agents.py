@@ -41,6 +41,7 @@ def test_example_roots_are_the_adapters_defaults(
         # issue 16 part B
         ("copilot", [".copilot/session-state"]),
         ("pi", [".pi/agent/sessions"]),
+        ("cline-cli", [".cline/data/sessions"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

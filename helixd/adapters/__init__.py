@@ -10,6 +10,7 @@ from typing import Final
 
 from helixd.adapters import (
     claude,
+    cline_cli,  # issue 16 part B
     codex,
     copilot,  # issue 16 part B
     gemini,
@@ -26,6 +27,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     # issue 16 part B: line files and JSON documents
     copilot.ADAPTER,
     pi.ADAPTER,
+    cline_cli.ADAPTER,
 )
 
 
