@@ -42,6 +42,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("copilot", [".copilot/session-state"]),
         ("pi", [".pi/agent/sessions"]),
         ("cline-cli", [".cline/data/sessions"]),
+        ("continue", [".continue/sessions"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

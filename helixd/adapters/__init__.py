@@ -12,6 +12,7 @@ from helixd.adapters import (
     claude,
     cline_cli,  # issue 16 part B
     codex,
+    continue_dev,  # issue 16 part B
     copilot,  # issue 16 part B
     gemini,
     grok,
@@ -28,6 +29,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     copilot.ADAPTER,
     pi.ADAPTER,
     cline_cli.ADAPTER,
+    continue_dev.ADAPTER,
 )
 
 
