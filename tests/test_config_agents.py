@@ -43,6 +43,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("pi", [".pi/agent/sessions"]),
         ("cline-cli", [".cline/data/sessions"]),
         ("continue", [".continue/sessions"]),
+        ("openhands", [".openhands"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

@@ -16,6 +16,7 @@ from helixd.adapters import (
     copilot,  # issue 16 part B
     gemini,
     grok,
+    openhands,  # issue 16 part B
     pi,  # issue 16 part B
 )
 from helixd.adapters.base import Adapter, Chunk, FileContext
@@ -30,6 +31,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     pi.ADAPTER,
     cline_cli.ADAPTER,
     continue_dev.ADAPTER,
+    openhands.ADAPTER,
 )
 
 
