@@ -44,6 +44,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("cline-cli", [".cline/data/sessions"]),
         ("continue", [".continue/sessions"]),
         ("openhands", [".openhands"]),
+        ("qwen", [".qwen/projects"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

@@ -18,6 +18,7 @@ from helixd.adapters import (
     grok,
     openhands,  # issue 16 part B
     pi,  # issue 16 part B
+    qwen,  # issue 16 part B
 )
 from helixd.adapters.base import Adapter, Chunk, FileContext
 
@@ -32,6 +33,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cline_cli.ADAPTER,
     continue_dev.ADAPTER,
     openhands.ADAPTER,
+    qwen.ADAPTER,
 )
 
 
