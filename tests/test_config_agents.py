@@ -45,6 +45,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("continue", [".continue/sessions"]),
         ("openhands", [".openhands"]),
         ("qwen", [".qwen/projects"]),
+        ("droid", [".factory/sessions"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

@@ -14,6 +14,7 @@ from helixd.adapters import (
     codex,
     continue_dev,  # issue 16 part B
     copilot,  # issue 16 part B
+    droid,  # issue 16 part B
     gemini,
     grok,
     openhands,  # issue 16 part B
@@ -34,6 +35,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     continue_dev.ADAPTER,
     openhands.ADAPTER,
     qwen.ADAPTER,
+    droid.ADAPTER,
 )
 
 
