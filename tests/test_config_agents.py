@@ -46,6 +46,7 @@ def test_example_roots_are_the_adapters_defaults(
         ("openhands", [".openhands"]),
         ("qwen", [".qwen/projects"]),
         ("droid", [".factory/sessions"]),
+        ("amp", [".local/share/amp/threads"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

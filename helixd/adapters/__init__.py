@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from helixd.adapters import (
+    amp,  # issue 16 part B
     claude,
     cline_cli,  # issue 16 part B
     codex,
@@ -36,6 +37,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     openhands.ADAPTER,
     qwen.ADAPTER,
     droid.ADAPTER,
+    amp.ADAPTER,
 )
 
 
