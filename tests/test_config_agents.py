@@ -38,6 +38,15 @@ def test_example_roots_are_the_adapters_defaults(
         ("codex", [".codex/sessions", ".codex/archived_sessions"]),
         ("gemini", [".gemini/tmp"]),
         ("grok", [".grok/sessions"]),
+        # issue 16 part B
+        ("copilot", [".copilot/session-state"]),
+        ("pi", [".pi/agent/sessions"]),
+        ("cline-cli", [".cline/data/sessions"]),
+        ("continue", [".continue/sessions"]),
+        ("openhands", [".openhands"]),
+        ("qwen", [".qwen/projects"]),
+        ("droid", [".factory/sessions"]),
+        ("amp", [".local/share/amp/threads"]),
     ],
 )
 def test_the_comments_name_the_real_default_roots(

@@ -262,4 +262,7 @@ def test_one_mutated_line_never_costs_the_others(data: st.DataObject) -> None:
 
 
 def test_the_corpus_holds_every_adapter() -> None:
-    assert {s.adapter.name for s in CORPUS} == {a.name for a in REGISTRY}
+    """Every adapter with line files among its fixtures (adapters that read only whole JSON
+    documents have no line to mutate beside others)."""
+    documents_only = {a.name for a in REGISTRY if all(r.endswith(".json") for _, r in samples(a))}
+    assert {s.adapter.name for s in CORPUS} == {a.name for a in REGISTRY} - documents_only

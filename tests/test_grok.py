@@ -404,3 +404,108 @@ async def test_retried_turn_replaces_its_usage_in_the_store(store: Store, tmp_pa
     root = sessions_root(tmp_path)
     await ingest(store, root)
     assert await usage_of(store, f"grok:{A2}") == (1, 1200, 90, 3000, 10)
+
+
+# -- grok-build's own serialized sessions (issue 16 re-check) -------------------------------
+
+AV = "kenn-io__agentsview"
+CUR = f"{AV}/%2Fworkspace%2Fgrok-worktrees%2Fparser-audit/019f6000-0000-7000-8000-000000000001"
+LEG = f"{AV}/%2Fworkspace%2Fagentsview/019f6000-0000-7000-8000-000000000002"
+
+
+def test_grok_build_current_history_golden() -> None:
+    # 9 rows read by eye: system (skipped), project_instructions user (context), the prompt,
+    # a reasoning row, a backend web_search, an assistant with read_file, its result, an
+    # interjection, the final assistant.
+    p = parse_file(FIX / CUR / "chat_history.jsonl")
+    assert p.bad == [] and p.unknown_types == {} and p.usage == []
+    assert kinds(p) == {
+        "lifecycle": 1,
+        "user_msg": 1,
+        "thinking": 1,
+        "tool_call": 2,
+        "assistant_msg": 2,
+        "tool_result": 1,
+        "human_intervention": 1,
+    }
+    calls = [(e.tool, e.call_id) for e in p.events if e.kind == "tool_call"]
+    assert calls == [("web_search", "ws_1"), ("read_file", "call_1")]
+    (result,) = [e for e in p.events if e.kind == "tool_result"]
+    assert (result.tool, result.call_id) == ("read_file", "call_1")
+    assert p.sessions[0].cwd == "/workspace/grok-worktrees/parser-audit"
+
+
+def test_grok_build_legacy_history_golden() -> None:
+    # chat_format_version 0: role rows; reasoning_content on the assistant row.
+    p = parse_file(FIX / LEG / "chat_history.jsonl")
+    assert kinds(p) == {
+        "user_msg": 1,
+        "thinking": 1,
+        "assistant_msg": 2,
+        "tool_call": 1,
+        "tool_result": 1,
+    }
+    (thought,) = [e for e in p.events if e.kind == "thinking"]
+    assert thought.payload == b"Check the old format"
+
+
+def test_grok_build_summary_and_unread_signals() -> None:
+    p = parse_file(FIX / CUR / "summary.json")
+    (info,) = p.sessions
+    assert info.title == "Audit Grok compatibility"  # generated_title before session_summary
+    assert info.parent_uid == "grok:019f5000-0000-7000-8000-000000000000"
+    assert (info.git_branch, info.model) == ("feature/parser-audit", "grok-4.5")
+    assert info.cwd == "/workspace/grok-worktrees/parser-audit"
+    assert not grok.matches(f"{CUR}/signals.json".split("/", 1)[1])
+
+
+def test_legacy_raw_output_reasoning_and_backend_tools_count_once() -> None:
+    rows = [
+        b'{"type":"backend_tool_call","kind":{"tool_type":"web_search","id":"ws_1",'
+        b'"action":{"type":"search","query":"q"}}}',
+        b'{"type":"assistant","content":"answer","raw_output":[{"type":"reasoning","id":"r1",'
+        b'"summary":[{"type":"summary_text","text":"raw thought"}],"encrypted_content":"x"},'
+        b'{"type":"web_search_call","id":"ws_1","action":{"type":"search","query":"q"}},'
+        b'{"type":"code_interpreter_call","id":"ci_1","code":"print(1)"}]}',
+    ]
+    data = b"\n".join(rows) + b"\n"
+    rel = "%2Fw/s1/chat_history.jsonl"
+    p = grok.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
+    assert [(e.tool, e.call_id) for e in p.events if e.kind == "tool_call"] == [
+        ("web_search", "ws_1"),
+        ("code_interpreter", "ci_1"),
+    ]
+    (thought,) = [e for e in p.events if e.kind == "thinking"]
+    assert thought.payload == b"raw thought"
+    assert (
+        feed(grok.ADAPTER, data, "/r/" + rel, rel, [len(rows[0]) + 1])["events"]
+        == feed(grok.ADAPTER, data, "/r/" + rel, rel, [])["events"]
+    )
+
+
+def test_subagent_directory_links_to_its_parent() -> None:
+    rel = "%2Fhome%2Fdev/019f-parent/subagents/019f-child/summary.json"
+    assert grok.matches(rel)
+    data = b'{"info": {"id": "019f-child"}, "generated_title": "look around"}'
+    p = grok.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
+    (info,) = p.sessions
+    assert info.uid == "grok:019f-child"
+    assert info.parent_uid == "grok:019f-parent"
+    assert (info.cwd, info.agent_type) == ("/home/dev", "subagent")
+    hist = rel.replace("summary.json", "chat_history.jsonl")
+    line = b'{"type":"user","content":[{"type":"text","text":"hi"}]}\n'
+    h = grok.parse(Chunk(line, 0, True, FileContext("/r/" + hist, hist)), {})
+    assert h.events[0].session_uid == "grok:019f-child"
+    assert h.sessions[0].cwd == "/home/dev"
+
+
+async def test_grok_build_sessions_ingest(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "grok-home" / "sessions"
+    shutil.copytree(FIX / AV, root)
+    stats = await ingest(store, root)
+    assert stats.files_read == 4  # two summary.json + two chat_history.jsonl; no signals.json
+    cur = "grok:019f6000-0000-7000-8000-000000000001"
+    assert (await kinds_of(store, cur))["tool_call"] == 2
+    row = await one(store, "SELECT title, parent_uid FROM sessions WHERE uid = ?", cur)
+    assert row == ("Audit Grok compatibility", "grok:019f5000-0000-7000-8000-000000000000")
+    assert (await ingest(store, root)).bytes_read == 0

@@ -206,7 +206,9 @@ async def test_a_group_an_ingest_moved_meanwhile_is_not_written(tmp_path: Path) 
 @pytest.mark.parametrize("agent", [a.name for a in REGISTRY])
 def test_every_adapter_declares_a_version(agent: str) -> None:
     adapter = next(a for a in REGISTRY if a.name == agent)
-    assert adapter.version >= 2  # 2: tool results carry a status and test counts
+    # 2: tool results carry a status and test counts; adapters added later had them from 1
+    first_four = ("claude", "codex", "gemini", "grok")
+    assert adapter.version >= (2 if agent in first_four else 1)
 
 
 async def test_the_daemon_renormalizes_in_the_background(

@@ -8,10 +8,37 @@ from __future__ import annotations
 
 from typing import Final
 
-from helixd.adapters import claude, codex, gemini, grok
+from helixd.adapters import (
+    amp,  # issue 16 part B
+    claude,
+    cline_cli,  # issue 16 part B
+    codex,
+    continue_dev,  # issue 16 part B
+    copilot,  # issue 16 part B
+    droid,  # issue 16 part B
+    gemini,
+    grok,
+    openhands,  # issue 16 part B
+    pi,  # issue 16 part B
+    qwen,  # issue 16 part B
+)
 from helixd.adapters.base import Adapter, Chunk, FileContext
 
-REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, grok.ADAPTER)
+REGISTRY: Final[tuple[Adapter, ...]] = (
+    claude.ADAPTER,
+    codex.ADAPTER,
+    gemini.ADAPTER,
+    grok.ADAPTER,
+    # issue 16 part B: line files and JSON documents
+    copilot.ADAPTER,
+    pi.ADAPTER,
+    cline_cli.ADAPTER,
+    continue_dev.ADAPTER,
+    openhands.ADAPTER,
+    qwen.ADAPTER,
+    droid.ADAPTER,
+    amp.ADAPTER,
+)
 
 
 def adapter_named(name: str) -> Adapter:

@@ -71,7 +71,10 @@ class Adapter:
     ``version`` rises whenever the records it produces change (re-normalization).
     ``whole_file(rel)`` marks files rewritten whole (Gemini ``.json``): every change is read
     from byte 0 as a new generation, and an event whose key was stored before is replaced
-    by its new content rather than ignored."""
+    by its new content rather than ignored.
+    ``records_usage``: whether the agent writes token usage into the files read at all;
+    ``usage_note`` says where it does (or why not).  A session without usage is shown as
+    "not recorded" with that note, never as zero tokens."""
 
     name: str
     version: int
@@ -81,3 +84,5 @@ class Adapter:
     sidecar: Callable[[str], str | None] = _no_sidecar
     whole_file: Callable[[str], bool] = _appended
     description: str = ""
+    records_usage: bool = True
+    usage_note: str = ""

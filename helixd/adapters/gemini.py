@@ -53,7 +53,9 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 NAME: Final = "gemini"
-VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
+# 2: tool results carry a status and the test counts of their output
+# 3: a $rewindTo marker is keyed by its target and ordinal, not by its byte offset
+VERSION: Final = 3
 BODY_LIMIT: Final = 64 * 1024
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "model", "info", "warning", "error"})
 TERMINAL_STATUSES: Final = frozenset({"success", "error", "cancelled"})
@@ -175,7 +177,12 @@ class _Recording:
     def record(self, offset: int, obj: Mapping[str, Any]) -> None:
         """One JSONL line: a rewind marker, a ``$set`` patch, a message or the header."""
         if isinstance(obj.get("$rewindTo"), str):
-            self.entries[f"rewind@{offset}"] = (offset, self.length, "rewind", obj)
+            # keyed by its target and the number of earlier rewinds to it, not by its offset:
+            # a rewritten earlier line of another length must not make it a new event
+            base = f"rewind:{obj['$rewindTo']}"
+            n = sum(1 for k in self.entries if k == base or k.startswith(base + "#"))
+            key = base if n == 0 else f"{base}#{n}"
+            self.entries[key] = (offset, self.length, "rewind", obj)
         elif isinstance(obj.get("$set"), dict):
             self.meta(offset, obj["$set"])
         elif isinstance(obj.get("id"), str) or ("type" in obj and "content" in obj):

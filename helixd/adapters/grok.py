@@ -58,7 +58,10 @@ from helixd.core.records import Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
+# 2: tool results carry a status and the test counts of their output
+# 3: checked against grok-build's own serialized sessions: legacy ``raw_output`` reasoning
+#    and backend tools, subagent directories linked to their parent
+VERSION: Final = 3
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
 _FILES = ("updates.jsonl", "events.jsonl", "summary.json", "chat_history.jsonl")
@@ -84,6 +87,12 @@ _USAGE_KEYS: Final = ("inputTokens", "outputTokens", "cachedReadTokens", "reason
 EVENT_TYPES: Final = frozenset({"turn_started", "loop_started"})
 _ROWS = ("system", "user", "assistant", "reasoning", "tool_result", "backend_tool_call")
 CHAT_TYPES: Final = frozenset(_ROWS)
+# legacy assistant rows' ``raw_output`` items that are server-side tool calls
+BACKEND_OUTPUTS: Final = {
+    "web_search_call": "web_search",
+    "custom_tool_call": "x_search",
+    "code_interpreter_call": "code_interpreter",
+}
 
 
 def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
@@ -143,6 +152,7 @@ class _Run:
         self.pending: dict[str, str] = dict(state.get("pending", {}))
         self.turns: int = state.get("turns", 0)
         self.rows: int = state.get("rows", 0)
+        self.backend: list[str] = list(state.get("backend", []))
         self.crc = ""  # checksum of the line being handled (the content part of keys)
         self.model: str | None = state.get("model")
         side = chunk.ctx.sidecar if self.rel.endswith("updates.jsonl") else None
@@ -387,19 +397,33 @@ class _Run:
                 f"result:{cid}" if cid else key, cid, block_text(content), False, content, at
             )
         elif rtype == "backend_tool_call":  # a server-side tool: web/x search, code
-            kind = get_dict(obj, "kind")
-            cid = first_str(kind, "id")
-            name = first_str(kind, "tool_type") or "backend_tool"
-            self.tool_call(f"call:{cid}" if cid else key, name, cid, kind.get("action"), None, at)
+            self.backend_tool(key, get_dict(obj, "kind"), at)
+
+    def backend_tool(self, key: str, item: Mapping[str, Any], at: Any) -> None:
+        """A server-side tool call (a ``backend_tool_call`` row's ``kind``, or a legacy
+        ``raw_output`` item); the same id seen again (grok-build keeps both) adds nothing."""
+        cid = first_str(item, "id")
+        if cid and cid in self.backend:
+            return
+        if cid:
+            self.backend = [*self.backend[-(MAX_PENDING_TOOLS - 1) :], cid]
+        name = first_str(item, "tool_type") or BACKEND_OUTPUTS.get(get_str(item, "type"))
+        args = item.get("action", item.get("input", item.get("code")))
+        self.tool_call(f"call:{cid}" if cid else key, name or "backend_tool", cid, args, None, at)
 
     def chat_assistant(self, key: str, obj: Mapping[str, Any], rtype: str, at: Any) -> None:
         notes = [get_str(p, "text") for k in ("summary", "content") for p in _dicts(obj.get(k))]
         thought = "\n\n".join(n for n in notes if n.strip()) if rtype == "reasoning" else ""
+        raw_output = _dicts(obj.get("raw_output"))  # legacy: the response's output items
         thought = thought or first_str(obj.get("reasoning"), "text") or ""
+        thought = thought or "\n\n".join(_reasoning_texts(raw_output))
         thought = thought or first_str(obj, "reasoning_content") or ""
         if thought:
             tkey = key if rtype == "reasoning" else f"{key}:thinking"
             self.emit(tkey, "thinking", at, "assistant", thought)
+        for i, item in enumerate(raw_output):
+            if item.get("type") in BACKEND_OUTPUTS:
+                self.backend_tool(f"{key}:raw{i}", item, at)
         text = block_text(obj.get("content")) if rtype == "assistant" else ""
         if text.strip():
             self.emit(key, "assistant_msg", at, "assistant", text)
@@ -426,10 +450,23 @@ class _Run:
             "turns": self.turns,
             "rows": self.rows,
             "model": self.model,
+            "backend": self.backend,
         }
         return Parsed(
             consumed, state, out.sessions, out.events, out.usage, out.bad, out.unknown_types, lines
         )
+
+
+def _reasoning_texts(items: list[dict[str, Any]]) -> list[str]:
+    """Plain reasoning text of ``raw_output`` reasoning items (never encrypted content)."""
+    texts = [
+        get_str(p, "text")
+        for item in items
+        if item.get("type") == "reasoning"
+        for k in ("summary", "content")
+        for p in _dicts(item.get(k))
+    ]
+    return [t for t in texts if t.strip()]
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -442,13 +479,13 @@ def _parse_lines(
     def line(offset: int, raw: bytes) -> None:
         obj, _repaired = jsonl.decode(raw)
         run.crc = f"{zlib.crc32(raw):08x}"  # events are keyed by content, not position
-        kept = (run.open, run.prev, run.turns, run.rows, run.model)
+        kept = (run.open, run.prev, run.turns, run.rows, run.model, run.backend)
         try:
             handle(offset, obj)
         except Exception:
             # the guard drops the line's records, an open message closed by it included:
             # it stays open (and the chain as it was) for the next line to close
-            run.open, run.prev, run.turns, run.rows, run.model = kept
+            run.open, run.prev, run.turns, run.rows, run.model, run.backend = kept
             raise
 
     consumed, lines = each_line(chunk, run, line)
@@ -478,6 +515,8 @@ ADAPTER: Final = Adapter(
     default_roots=default_roots,
     matches=matches,
     sidecar=sidecar,
+    usage_note="grok writes token usage only to updates.jsonl (turn_completed);"
+    " this session has none",
     whole_file=whole_file,
     description="Grok Build sessions (~/.grok/sessions/<cwd>/<session>/)",
 )

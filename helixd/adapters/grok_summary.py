@@ -17,11 +17,22 @@ from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 
 NAME: Final = "grok"
+SUBAGENTS: Final = "subagents"
+
+
+def parent_of(rel: str) -> str | None:
+    """The parent session's uuid of a subagent directory
+    ``<url-encoded cwd>/<parent uuid>/subagents/<uuid>/<file>``, else None."""
+    parts = rel.split("/")
+    return parts[-4] if len(parts) >= 4 and parts[-3] == SUBAGENTS else None
 
 
 def session_of(rel: str) -> tuple[str, str | None]:
-    """``(session uuid, cwd)`` from ``<url-encoded cwd>/<uuid>/<file>``."""
+    """``(session uuid, cwd)`` from ``<url-encoded cwd>/<uuid>/<file>`` (a subagent's
+    ``<cwd>/<parent>/subagents/<uuid>/<file>`` takes its parent's cwd)."""
     parts = rel.split("/")
+    if parent_of(rel) is not None:
+        parts = parts[:-4] + parts[-2:]
     cwd = unquote(parts[-3]) if len(parts) >= 3 else ""
     absolute = cwd.startswith("/") or (len(cwd) > 2 and cwd[1] == ":" and cwd[2] in "/\\")
     return parts[-2], (cwd if absolute else None)
@@ -76,5 +87,11 @@ def parse_summary(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         return obj
     native, cwd = session_of(chunk.ctx.rel)
     info = summary_info(obj, f"{NAME}:{native}", native)
-    info = replace(info, cwd=info.cwd or cwd)
+    parent = parent_of(chunk.ctx.rel)
+    info = replace(
+        info,
+        cwd=info.cwd or cwd,
+        parent_uid=info.parent_uid or (f"{NAME}:{parent}" if parent else None),
+        agent_type=info.agent_type or ("subagent" if parent else None),
+    )
     return Parsed(len(data), {}, sessions=[info], lines=1)

@@ -27,6 +27,9 @@ SHELL_TOOLS: Final = frozenset(
         "shell_command",
         "container.exec",
         "unified_exec",
+        # Copilot CLI on Windows; Factory Droid
+        "powershell",
+        "Execute",
     }
 )
 

@@ -58,15 +58,25 @@ def print_unreadable(doc: dict[str, Any]) -> None:
         click.echo(f"  … and {u['files'] - 5} more (`helixctl status --json`)")
 
 
+def _token_lines(d: dict[str, Any]) -> list[str]:
+    """Tokens and cost, or that the session has no usage recorded (never a row of zeros)."""
+    cost = d["cost"]
+    if d.get("usage_recorded", True) is False:
+        return [f"  tokens: not recorded ({d.get('usage_note') or 'no usage in the files'})"]
+    return [
+        f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
+        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
+        f"  cost ${cost.get('usd', 0):,.4f} (prices of {d.get('price_table_date', '?')})",
+    ]
+
+
 def print_digest(d: dict[str, Any]) -> None:
     cost = d["cost"]
     lines = [
         f"{d['session_uid']}  ({d['flavor']}, {d['repo'] or '?'}, {d['model'] or '?'})",
         f"  {d['started_at']} -> {d['ended_at']}  outcome {d['outcome']}"
         + (" (provisional)" if d.get("provisional") else ""),
-        f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
-        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
-        f"  cost ${cost.get('usd', 0):,.4f} (prices of {d.get('price_table_date', '?')})",
+        *_token_lines(d),
         f"  turns {cost['turns']}, retries {cost['retries']}, events {d['event_count']},"
         f" wall {cost['wall_clock_s']:.0f} s",
     ]

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from helixd.adapters import adapter_named
 from helixd.core.pricing import bundled
 from helixd.core.signals import Marker, Signals, extract, summarize
 from helixd.core.timeparse import iso
@@ -153,6 +154,20 @@ def _cost(usage: dict[str, int], wall: float, turns: int, retries: int) -> dict[
     }
 
 
+def usage_recorded(agent: str, responses: int) -> dict[str, Any]:
+    """``usage_recorded`` (the session has token usage at all) and, when it has none,
+    ``usage_note``: why — the agent's own declaration (``Adapter.usage_note``)."""
+    if responses:
+        return {"usage_recorded": True, "usage_note": None}
+    try:
+        adapter = adapter_named(agent)
+    except KeyError:
+        return {"usage_recorded": False, "usage_note": "no token usage recorded"}
+    default = "the agent records no token usage" if not adapter.records_usage else ""
+    note = adapter.usage_note or default or "no token usage recorded for this session"
+    return {"usage_recorded": False, "usage_note": note}
+
+
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
@@ -218,6 +233,7 @@ def build(
         "closed_by": closed_by,
         "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd},
         "usage": {"responses": usage["responses"], "by_model": facts["usage_by_model"]},
+        **usage_recorded(s["agent"], usage["responses"]),
         "tool_histogram": dict(sorted(((k or "?"), v) for k, v in facts["tools"].items())),
         "event_count": sum(kinds.values()),
         "kind_counts": dict(sorted(kinds.items())),

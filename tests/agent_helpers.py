@@ -1,0 +1,57 @@
+"""Shared helpers for the golden tests of the agents added by issue 16 part B: parse a
+fixture file whole, and ingest a root through the real pipeline into a real store."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from helixd.adapters.base import Adapter, Chunk, FileContext
+from helixd.core.records import Parsed
+from helixd.ingest.pipeline import Ingestor, IngestStats, discover
+from helixd.store.database import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def parse_fixture(adapter: Adapter, rel: str) -> Parsed:
+    """The whole fixture file ``tests/fixtures/<agent>/<rel>`` in one read, with its sidecar."""
+    path = FIXTURES / adapter.name / rel
+    side_name = adapter.sidecar(str(path))
+    side = Path(side_name).read_bytes() if side_name and Path(side_name).is_file() else None
+    return adapter.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel, side)), {})
+
+
+def kinds(parsed: Parsed) -> dict[str, int]:
+    return dict(Counter(e.kind for e in parsed.events))
+
+
+async def ingest(store: Store, adapter: Adapter, root: Path) -> IngestStats:
+    return await Ingestor(store).backfill(discover([(adapter, root)]))
+
+
+async def one(store: Store, sql: str, *args: object) -> Any:
+    async with store.db.execute(sql, args) as cur:
+        row = await cur.fetchone()
+    assert row is not None
+    return row[0] if len(row) == 1 else tuple(row)
+
+
+async def usage_of(store: Store, uid: str) -> Any:
+    """(facts, input, output, cache read, cache write 5m) of one session in the store."""
+    return await one(
+        store,
+        "SELECT count(*), sum(u.input), sum(u.output), sum(u.cache_read), sum(u.cache_write_5m)"
+        " FROM usage u JOIN sessions s ON s.id = u.session_id WHERE s.uid = ?",
+        uid,
+    )
+
+
+async def kinds_of(store: Store, uid: str) -> dict[str, int]:
+    async with store.db.execute(
+        "SELECT kind, count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
+        " WHERE s.uid = ? GROUP BY kind",
+        (uid,),
+    ) as cur:
+        return {k: n for k, n in await cur.fetchall()}

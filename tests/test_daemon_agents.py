@@ -1,0 +1,50 @@
+"""Issue 16 part B: the daemon (a real subprocess, real watchdog observer) watches the new
+agents' default roots: a Copilot session directory created and appended to while it runs,
+and a Pi session file and a Continue document written, reach ``lookup``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.daemon_helpers import Helixd, stored_digest, wait_for
+
+FIX = Path(__file__).parent / "fixtures"
+COPILOT = "aaaabbbb-1111-2222-3333-ccccddddeeee"
+PI_DIR = "--tmp-agent-history-real-agent-pi-workspace--"
+PI = "019e963d-6bd6-7ade-8a49-256ac3391bdd"
+CONTINUE = "28fdaafd-5b3a-4342-90db-c3581e27b607"
+
+
+def _output(d: dict[str, object] | None) -> int | None:
+    return None if d is None else d["cost"]["output_tokens"]  # type: ignore[index]
+
+
+def test_new_agents_roots_are_watched(daemon: Helixd, home: Path) -> None:
+    state = home / ".copilot" / "session-state"
+    pi_root = home / ".pi" / "agent" / "sessions"
+    cont = home / ".continue" / "sessions"
+    for root in (state, pi_root, cont):
+        root.mkdir(parents=True)
+    daemon.start()
+    # a Copilot session directory appears, its log written in two parts
+    lines = (FIX / "copilot" / COPILOT / "events.jsonl").read_bytes().splitlines(keepends=True)
+    session = state / COPILOT
+    session.mkdir()
+    (session / "events.jsonl").write_bytes(b"".join(lines[:4]))  # up to msg-0001 (12 out)
+    uid = f"copilot:{COPILOT}"
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 12, 10, "copilot first part")
+    with (session / "events.jsonl").open("ab") as fh:
+        fh.write(b"".join(lines[4:]))  # msg-0002 adds 14
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 26, 10, "copilot second part")
+    # a Pi session in a new project directory, a Continue document with its index
+    (pi_root / PI_DIR).mkdir()
+    pi_name = f"2026-06-05T05-24-28-246Z_{PI}.jsonl"
+    shutil.copy(FIX / "pi" / PI_DIR / pi_name, pi_root / PI_DIR / pi_name)
+    wait_for(lambda: _output(stored_digest(daemon.db, f"pi:{PI}")) == 9, 10, "pi session")
+    shutil.copy(FIX / "continue" / "sessions.json", cont / "sessions.json")
+    shutil.copy(FIX / "continue" / f"{CONTINUE}.json", cont / f"{CONTINUE}.json")
+    wait_for(lambda: daemon.lookup(f"continue:{CONTINUE}") is not None, 10, "continue doc")
+    digest = daemon.lookup(f"continue:{CONTINUE}")
+    assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0
