@@ -8,10 +8,24 @@ from __future__ import annotations
 
 from typing import Final
 
-from helixd.adapters import claude, codex, gemini, grok
-from helixd.adapters.base import Adapter, Chunk, FileContext
+from helixd.adapters import (
+    claude,
+    codex,
+    crush,  # issue 16 part A: sources of other shapes
+    gemini,
+    grok,
+)
+from helixd.adapters.base import Adapter, Chunk, FileContext, Table
 
-REGISTRY: Final[tuple[Adapter, ...]] = (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, grok.ADAPTER)
+REGISTRY: Final[tuple[Adapter, ...]] = (
+    claude.ADAPTER,
+    codex.ADAPTER,
+    gemini.ADAPTER,
+    grok.ADAPTER,
+    # issue 16 part A: SQLite databases, directory trees, markdown histories
+    crush.CRUSH,
+    crush.OPENCODE_GO,
+)
 
 
 def adapter_named(name: str) -> Adapter:
@@ -23,4 +37,4 @@ def adapter_named(name: str) -> Adapter:
     raise KeyError(f"unknown agent {name!r} (known: {known})")
 
 
-__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "adapter_named"]
+__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "Table", "adapter_named"]
