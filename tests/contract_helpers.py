@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext, Table
 from helixd.core.records import Parsed
 from helixd.sources import sqlite
+from helixd.store import agentdb
 from helixd.store.writer import _merge_infos
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -37,7 +39,18 @@ def sample_bytes(adapter: Adapter, path: Path) -> bytes:
 
 @cache
 def _rows(adapter: Adapter, path: Path) -> bytes:
-    return sqlite.dump(str(path), adapter.tables)
+    return db_rows(path, adapter.tables)
+
+
+def db_rows(path: Path, tables: Sequence[Table]) -> bytes:
+    """Every row line of the database at ``path`` (what a first read gives), read from a
+    private copy (nothing is created beside the fixture)."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        agentdb.snapshot(agentdb.private_copy(str(path), tmp)) as conn,
+    ):
+        pieces = sqlite.read_rows(partial(agentdb.rows, conn), tables, {}, 0, 1 << 30)
+        return b"".join(p.data for p in pieces)
 
 
 def feed(

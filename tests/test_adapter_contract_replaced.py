@@ -49,8 +49,14 @@ def pairs(adapter: Adapter) -> dict[str, tuple[Path, Path, str]]:
             k = kind(rel_a)
             differ = sample_bytes(adapter, a) != sample_bytes(adapter, b)
             if k not in out and k == kind(rel_b) and differ:
-                out[k] = (a, b, rel_a)
+                out[k] = (a, b, _placed(adapter, rel_a))
     return out
+
+
+def _placed(adapter: Adapter, rel: str) -> str:
+    """Where the file goes below a root: a per-project file (``project_files``) right in
+    the project directory, where discovery looks for it."""
+    return next((p for p in adapter.project_files if rel.endswith("/" + p)), rel)
 
 
 CASES = [pytest.param(a, k, id=f"{a.name}-{k}") for a in REGISTRY for k in pairs(a)]

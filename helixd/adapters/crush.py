@@ -16,8 +16,10 @@ databases in the corpus (schema versions 2–8 in ``goose_db_version``):
   a JSON string) → ``tool_call``, ``tool_result`` (``is_error``) → ``tool_result``,
   ``finish`` with reason ``error`` → ``error``, ``cancelled``/``canceled`` →
   ``human_intervention``; ``binary``/``image_url`` parts and other finish reasons add no
-  event.  Keys are ``<message id>#<part index>``.  An assistant message without a
-  ``finish`` part is still being written: it adds nothing yet (its next update is read).
+  event.  Keys are ``<message id>#<part index>``: a message row updated while it streams
+  is read again (its ``updated_at`` moved) and its events take the new content (the
+  pipeline stores database rows with ``replace_events``); an abandoned message that never
+  got its ``finish`` part is kept as it was left.
 * **Usage exists only per session**: ``prompt_tokens``/``completion_tokens`` of the
   ``sessions`` row, one fact per session keyed ``<agent>:<session id>``, ``replace=True``
   (the row's totals replace the earlier ones), credited to the session's last model.
@@ -44,7 +46,7 @@ from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-VERSION: Final = 1
+VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
 TABLES: Final = (Table("messages", order="updated_at"), Table("sessions", order="updated_at"))
 ROLES: Final[dict[str, tuple[str, Role]]] = {
     "user": ("user_msg", "user"),
@@ -121,8 +123,6 @@ class _Run(Turns):
             raise ValueError("messages.parts is not a list")
         role = get_str(row, "role")
         types = [p.get("type") if isinstance(p, dict) else None for p in parts]
-        if role == "assistant" and "finish" not in types and row.get("finished_at") is None:
-            return  # still streaming: the row is read again when it is updated
         uid = self.uid(native)
         ts = parse_ts(row.get("created_at"))
         model = get_str(row, "model")
@@ -231,9 +231,9 @@ CRUSH: Final = Adapter(
     project_files=(".crush/crush.db",),
 )
 OPENCODE_GO: Final = Adapter(
-    name="opencode-go",
+    name="opencode_go",
     version=VERSION,
-    parse=_parser("opencode-go"),
+    parse=_parser("opencode_go"),
     default_roots=_roots,
     matches=lambda rel: rel == ".opencode/opencode.db" or rel.endswith("/.opencode/opencode.db"),
     description="legacy Go OpenCode sessions (<project>/.opencode/opencode.db, SQLite)",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections import deque
@@ -48,6 +49,7 @@ from helixd.sources.tailer import (
     stat_file,
     unchanged,
 )
+from helixd.store import agentdb
 from helixd.store.database import Batch, Store
 
 __all__ = ["IngestStats", "Ingestor", "Source", "discover"]
@@ -432,9 +434,11 @@ class Ingestor:
         )
         stats.files_read += 1
         stats.replaced += replaced
-        with dbsource.connect(src.path) as conn:
+        with agentdb.snapshot(src.path) as conn:
+            rows = functools.partial(agentdb.rows, conn)
+            marks = run.marks or {}
             for piece in dbsource.read_rows(
-                conn, src.adapter.tables, run.marks or {}, run.offset, self.chunk_bytes
+                rows, src.adapter.tables, marks, run.offset, self.chunk_bytes
             ):
                 yield _Planned(run, piece)
         yield _Planned(run, None)
@@ -525,7 +529,8 @@ class Ingestor:
             raw=raw,
             parsed=parsed,
             redactions=secrets,
-            replace_events=src.adapter.whole_file(src.rel),
+            # a database row read again was updated in place: its events take the new content
+            replace_events=src.adapter.whole_file(src.rel) or bool(src.adapter.tables),
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)

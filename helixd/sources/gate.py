@@ -191,6 +191,21 @@ class Gate:
         """The configured root directories (each once)."""
         return sorted({root for _, root in self.configured})
 
+    def watches(self) -> list[tuple[str, bool]]:
+        """``(directory, recursive)`` to watch: each root whole, except a project
+        directory (an agent with ``project_files``), of which only the directory itself and
+        those holding the agent's files are watched, not recursively (a project's tree is
+        not Helix's to watch)."""
+        out: dict[str, bool] = {}
+        for adapter, root in self.configured:
+            if not adapter.project_files:
+                out[root] = True
+                continue
+            out.setdefault(root, False)
+            for rel in adapter.project_files:
+                out.setdefault(os.path.dirname(os.path.join(root, rel)), False)
+        return sorted(out.items())
+
 
 def open_source(root: str, rel: str) -> BinaryIO:
     """Open the regular file ``rel`` below ``root`` for reading, following no link below

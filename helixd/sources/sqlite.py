@@ -10,13 +10,9 @@ database so far (the cursor's ``offset``), not a position in the database file.
 
 Rules (docs/cursor-and-identity.md, "SQLite databases"):
 
-* **Never write, lock or checkpoint an agent's database.**  The connection is opened with
-  ``mode=ro`` (it sees the ``-wal`` file, so a database whose data lives only in its WAL
-  is read whole) and ``PRAGMA query_only``; all tables are read inside one read
-  transaction, which in WAL mode never blocks the agent's writer.  SQLite may create the
-  ``-shm`` index beside a WAL database (the agent does the same on its next open); when it
-  cannot (a read-only directory), the database and its WAL are copied to a private
-  temporary directory and read there.
+* **Never write, lock or checkpoint an agent's database**: the rows come from
+  ``helixd/store/agentdb.py`` (a ``mode=ro``, ``query_only`` connection that sees the WAL,
+  all tables in one read transaction); this module only decides what is new.
 * **A watermark per table**, saved in the cursor with the records in one transaction:
   ``(last order value, checksums of the rows at that value)`` — rows are read in
   ``(order, rowid)`` order from the last value on, and those at the last value already
@@ -29,17 +25,12 @@ Rules (docs/cursor-and-identity.md, "SQLite databases"):
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import sqlite3
 import stat as stat_mod
-import tempfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import quote
 
 import orjson
 
@@ -49,8 +40,9 @@ from helixd.sources.tailer import FileStat, Piece, stat_file
 
 MARKS_KEY: Final = "~rows"  # the cursor state's entry for the watermarks (not the adapter's)
 EDGE_MAX: Final = 10_000  # checksums kept for rows sharing the last order value
-BUSY_MS: Final = 200
-COMPANIONS: Final = ("-wal",)
+
+# (table, where, order, since) -> the table's rows from ``since`` on (helixd.store.agentdb)
+RowsFn = Callable[[str, str, str | None, Any], Iterable[Mapping[str, Any]]]
 
 
 def wal_path(path: str) -> str:
@@ -77,37 +69,6 @@ def stat_db(path: str) -> FileStat | None:
     return FileStat(path, st.dev, st.ino, st.size + wal.st_size, max(st.mtime_ns, wal.st_mtime_ns))
 
 
-@contextlib.contextmanager
-def connect(path: str) -> Iterator[sqlite3.Connection]:
-    """A read-only connection that sees the WAL.  Where SQLite cannot open the database
-    read-only in place (no ``-shm`` and a directory it may not write), a private copy of
-    the database and its WAL is read instead."""
-    try:
-        conn = _open_ro(path)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        with tempfile.TemporaryDirectory(prefix="helix-db-") as tmp:
-            conn = _open_ro(_copy_db(path, tmp))
-            try:
-                yield conn
-            finally:
-                conn.close()
-        return
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-def _open_ro(path: str) -> sqlite3.Connection:
-    uri = f"file:{quote(path)}?mode=ro"
-    conn = sqlite3.connect(
-        uri, uri=True, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False
-    )  # one reader at a time, but the ingest's read-ahead resumes it on any worker thread
-    conn.execute("PRAGMA query_only = ON")
-    return conn
-
-
 def _value(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
@@ -121,15 +82,11 @@ def row_line(table: str, row: Mapping[str, Any]) -> bytes:
 
 
 def read_rows(
-    conn: sqlite3.Connection,
-    tables: Sequence[Table],
-    marks: Mapping[str, Any],
-    offset: int,
-    chunk: int,
+    rows: RowsFn, tables: Sequence[Table], marks: Mapping[str, Any], offset: int, chunk: int
 ) -> Iterator[Piece]:
     """The row lines new since ``marks``, in pieces of about ``chunk`` bytes; the last piece
-    has ``at_eof`` (and may be empty: nothing new, the marks unchanged).  All tables are
-    read in one read transaction (one consistent snapshot)."""
+    has ``at_eof`` (and may be empty: nothing new, the marks unchanged).  ``rows`` reads a
+    table (``helixd.store.agentdb.rows`` bound to one snapshot of the database)."""
     live: dict[str, _Mark] = {t.name: _Mark.load(t, marks.get(t.name)) for t in tables}
     kept = {k: v for k, v in marks.items() if k not in live}  # a table no longer listed
     buf: list[bytes] = []
@@ -139,19 +96,15 @@ def read_rows(
     def snapshot() -> dict[str, Any]:
         return {**kept, **{name: m.dump() for name, m in live.items() if not m.empty()}}
 
-    conn.execute("BEGIN")
-    try:
-        for table in tables:
-            for line in _table_rows(conn, table, live[table.name]):
-                buf.append(line)
-                size += len(line)
-                if size >= chunk:
-                    data = b"".join(buf)
-                    yield Piece(pos, data, False, marks=snapshot())
-                    pos += len(data)
-                    buf, size = [], 0
-    finally:
-        conn.execute("COMMIT")
+    for table in tables:
+        for line in _table_rows(rows, table, live[table.name]):
+            buf.append(line)
+            size += len(line)
+            if size >= chunk:
+                data = b"".join(buf)
+                yield Piece(pos, data, False, marks=snapshot())
+                pos += len(data)
+                buf, size = [], 0
     yield Piece(pos, b"".join(buf), True, marks=snapshot())
 
 
@@ -180,28 +133,9 @@ class _Mark:
         return dict(self.keys) if self.keys else [self.last, sorted(self.edge)]
 
 
-def _table_rows(conn: sqlite3.Connection, table: Table, mark: _Mark) -> Iterator[bytes]:
-    """The line of each new row of ``table``, moving ``mark`` past it; a table or column
-    this version of the agent does not have gives nothing."""
-    where = f"({table.where})" if table.where else "1"
-    cur = conn.cursor()
-    cur.row_factory = sqlite3.Row
-    name = _ident(table.name)
-    try:
-        if table.order is None:
-            cur.execute(f"SELECT * FROM {name} WHERE {where} ORDER BY rowid")
-        elif mark.last is None:
-            cur.execute(f"SELECT * FROM {name} WHERE {where} ORDER BY {_ident(table.order)}, rowid")
-        else:
-            order = _ident(table.order)
-            cur.execute(
-                f"SELECT * FROM {name} WHERE {where} AND {order} >= ? ORDER BY {order}, rowid",
-                (mark.last,),
-            )
-    except sqlite3.OperationalError:
-        return
-    for row in cur:
-        rec = dict(row)
+def _table_rows(rows: RowsFn, table: Table, mark: _Mark) -> Iterator[bytes]:
+    """The line of each new row of ``table``, moving ``mark`` past it."""
+    for rec in rows(table.name, table.where, table.order, mark.last if table.order else None):
         line = row_line(table.name, rec)
         crc = zlib.crc32(line)
         if table.order is None:
@@ -219,27 +153,3 @@ def _table_rows(conn: sqlite3.Connection, table: Table, mark: _Mark) -> Iterator
             else:
                 mark.last, mark.edge = value, {crc}
         yield line
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def dump(path: str, tables: Sequence[Table]) -> bytes:
-    """Every row line of the database at ``path`` (the stream a first read gives), read
-    from a private copy of the database and its WAL (nothing is created beside it): for
-    tests and tools."""
-    with tempfile.TemporaryDirectory(prefix="helix-db-") as tmp:
-        conn = _open_ro(_copy_db(path, tmp))
-        try:
-            return b"".join(p.data for p in read_rows(conn, tables, {}, 0, 1 << 30))
-        finally:
-            conn.close()
-
-
-def _copy_db(path: str, tmp: str) -> str:
-    copy = os.path.join(tmp, "copy.db")
-    shutil.copyfile(path, copy)
-    with contextlib.suppress(FileNotFoundError):
-        shutil.copyfile(wal_path(path), wal_path(copy))
-    return copy
