@@ -296,3 +296,20 @@ def test_a_mutated_row_line_costs_that_line_only(data: st.DataObject) -> None:
     assert parsed.consumed == len(blob)
     start = sum(len(x) + 1 for x in mutated[:at])
     assert {b.offset for b in parsed.bad} <= {start}
+
+
+async def test_a_database_at_rest_is_read_without_creating_anything_beside_it(
+    tmp_path: Path,
+) -> None:
+    """A WAL-mode database with no ``-wal`` (the agent is not running) is read ``immutable``:
+    no ``-wal``, no ``-shm`` appear, and the next scan finds nothing changed."""
+    project = project_with(
+        tmp_path, "p", FIXTURES / "crush" / "Starmel__OpenSuperWhisper" / ".crush"
+    )
+    before = sorted(os.listdir(project / ".crush"))
+    digest = sha(project / ".crush" / "crush.db")
+    db = tmp_path / "h.db"
+    assert (await ingest(db, (CRUSH, project))).events > 0
+    assert sorted(os.listdir(project / ".crush")) == before == ["crush.db"]
+    assert sha(project / ".crush" / "crush.db") == digest
+    assert (await ingest(db, (CRUSH, project))).files_read == 0

@@ -13,6 +13,7 @@ from helixd.adapters import (
     codex,
     crush,  # issue 16 part A: sources of other shapes
     gemini,
+    goose,
     grok,
 )
 from helixd.adapters.base import Adapter, Chunk, FileContext, Table
@@ -25,6 +26,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     # issue 16 part A: SQLite databases, directory trees, markdown histories
     crush.CRUSH,
     crush.OPENCODE_GO,
+    goose.ADAPTER,
 )
 
 

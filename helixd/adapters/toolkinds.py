@@ -27,6 +27,8 @@ SHELL_TOOLS: Final = frozenset(
         "shell_command",
         "container.exec",
         "unified_exec",
+        # Goose's developer extension
+        "developer__shell",
     }
 )
 

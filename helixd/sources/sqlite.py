@@ -66,6 +66,8 @@ def stat_db(path: str) -> FileStat | None:
         raise Refused(wal_path(path), SYMLINK)
     if not stat_mod.S_ISREG(wal.st_mode):
         raise Refused(wal_path(path), NOT_REGULAR, kind_of(wal.st_mode))
+    if wal.st_size == 0:  # emptied by a checkpoint (the database file changed then) or
+        return st  # just created by an open: holds nothing
     return FileStat(path, st.dev, st.ino, st.size + wal.st_size, max(st.mtime_ns, wal.st_mtime_ns))
 
 

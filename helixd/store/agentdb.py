@@ -8,7 +8,8 @@ a database whose data lives only in its WAL is read whole) and ``query_only``; t
 transaction never blocks the agent's writer in WAL mode.  SQLite may create the ``-shm``
 index beside a WAL database (the agent does the same on its next open); where it cannot (a
 read-only directory), the database and its WAL are copied to a private temporary directory
-and read there."""
+and read there.  A WAL-mode database at rest (no ``-wal``: the agent is not running) is read
+``immutable`` and nothing at all is created beside it."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def snapshot(path: str) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the database at ``path`` inside one read transaction (one
     consistent view of every table), closed on exit."""
     try:
-        conn = _open_readonly(path)
+        conn = _open_readonly(path, immutable=_wal_mode_at_rest(path))
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.OperationalError:
         with tempfile.TemporaryDirectory(prefix="helix-db-") as tmp:
@@ -62,11 +63,27 @@ def private_copy(path: str, tmp: str) -> str:
     return copy
 
 
-def _open_readonly(path: str) -> sqlite3.Connection:
+def _wal_mode_at_rest(path: str) -> bool:
+    """A WAL-mode database (header byte 18 is 2) with no ``-wal`` file: no connection of the
+    agent is open (the last one to close checkpoints and removes it), every row is in the
+    database file.  It is read ``immutable``, so that reading creates no ``-wal`` or
+    ``-shm`` beside it."""
+    if os.path.lexists(path + "-wal"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and head[18] == 2
+
+
+def _open_readonly(path: str, immutable: bool = False) -> sqlite3.Connection:
     """One reader at a time, but the ingest's read-ahead may resume it on any worker thread
     (``check_same_thread`` off)."""
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     conn = sqlite3.connect(
-        f"file:{quote(path)}?mode=ro",
+        f"file:{quote(path)}?{flags}",
         uri=True,
         timeout=BUSY_MS / 1000,
         isolation_level=None,
