@@ -56,7 +56,7 @@ def _corpus() -> list[Source]:
         if adapter.tables:
             continue  # a database, not a file of lines (tests/test_sqlite_source.py)
         for path, rel in samples(adapter, max_bytes=120_000):
-            if not rel.endswith(".jsonl"):
+            if not rel.endswith((".jsonl", ".md")):
                 continue  # whole JSON documents: one line each, nothing around it
             lines = tuple(x for x in path.read_bytes().split(b"\n") if x.strip())
             if len(lines) >= 3:

@@ -170,3 +170,51 @@ async def test_end_to_end_a_project_database_and_a_second_run(tmp_path: Path) ->
     cwds = {cwd for (cwd,) in con.execute("SELECT DISTINCT cwd FROM sessions")}
     con.close()
     assert cwds == {str(project)}
+
+
+# Aider: counted with grep over each history (`^# aider chat started` runs, `^> Tokens:`
+# lines, `^> Applied edit to`, `^> .*KeyboardInterrupt`, runs of consecutive `^####` lines)
+# and the Tokens lines' "<n>[k] sent, <n>[k] received" summed with k = 1000.
+AIDER = [
+    ("Aquaticat__Monochromatic", 19, 39, 20, 15, 26, (613500, 24145)),
+    ("BeehiveInnovations__zen-mcp-server", 4, 0, 0, 2, 8, (0, 0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("project", "runs", "usage", "edits", "interrupts", "prompts", "tokens"), AIDER
+)
+def test_aider_golden(
+    project: str,
+    runs: int,
+    usage: int,
+    edits: int,
+    interrupts: int,
+    prompts: int,
+    tokens: tuple[int, int],
+) -> None:
+    adapter = adapter_named("aider")
+    rel = f"{project}/.aider.chat.history.md"
+    path = FIXTURES / "aider" / rel
+    parsed = adapter.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel)), {})
+    kinds = Counter(e.kind for e in parsed.events)
+    assert len({s.uid for s in parsed.sessions}) == runs == kinds["lifecycle"]
+    assert (kinds["edit"], kinds["human_intervention"], kinds["user_msg"]) == (
+        edits,
+        interrupts,
+        prompts,
+    )
+    assert len(parsed.usage) == usage
+    assert (
+        sum(u.input_tokens for u in parsed.usage),
+        sum(u.output_tokens for u in parsed.usage),
+    ) == tokens
+    assert {s.cwd for s in parsed.sessions if s.cwd} == {str(path.parent)}
+    assert not parsed.bad and not parsed.unknown_types
+
+
+def test_aider_reads_neither_input_nor_llm_history() -> None:
+    adapter = adapter_named("aider")
+    assert adapter.matches(".aider.chat.history.md")
+    assert not adapter.matches(".aider.input.history")
+    assert not adapter.matches(".aider.llm.history")

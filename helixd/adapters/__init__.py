@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from helixd.adapters import (
+    aider,
     claude,
     codex,
     crush,  # issue 16 part A: sources of other shapes
@@ -27,6 +28,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     crush.CRUSH,
     crush.OPENCODE_GO,
     goose.ADAPTER,
+    aider.ADAPTER,
 )
 
 
