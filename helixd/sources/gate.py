@@ -127,6 +127,31 @@ def _below(path: str, root: str) -> str | None:
     return None
 
 
+class _RealPaths:
+    """``os.path.realpath`` for many roots at once: each distinct directory is resolved
+    once, and a directory whose last component is no link costs one ``lstat`` on top of
+    its parent's resolution (hundreds of project directories share their parents)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        hit = self.known.get(path)
+        if hit is not None:
+            return hit
+        parent, name = os.path.split(path)
+        if not name or parent == path or name in (".", ".."):
+            real = os.path.realpath(path)
+        else:
+            try:
+                is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:
+                is_link = False  # absent: realpath keeps the name as it is
+            real = os.path.realpath(path) if is_link else os.path.join(self(parent), name)
+        self.known[path] = real
+        return real
+
+
 class Gate:
     """The configured roots and the one check every path passes.
 
@@ -140,7 +165,8 @@ class Gate:
         """The roots with their real paths now, one per (adapter, real directory), in the
         configured order.  Roots that are the same directory share one name, whatever
         their order: the one that is its own real path, else the first in sort order."""
-        resolved = [(adapter, path, os.path.realpath(path)) for adapter, path in self.configured]
+        real = _RealPaths()
+        resolved = [(adapter, path, real(path)) for adapter, path in self.configured]
         named: dict[str, str] = {}
         for _, path, real in resolved:
             best = named.get(real)
