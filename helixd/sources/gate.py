@@ -165,8 +165,8 @@ class Gate:
         """The roots with their real paths now, one per (adapter, real directory), in the
         configured order.  Roots that are the same directory share one name, whatever
         their order: the one that is its own real path, else the first in sort order."""
-        real = _RealPaths()
-        resolved = [(adapter, path, real(path)) for adapter, path in self.configured]
+        realpath = _RealPaths()
+        resolved = [(adapter, path, realpath(path)) for adapter, path in self.configured]
         named: dict[str, str] = {}
         for _, path, real in resolved:
             best = named.get(real)
