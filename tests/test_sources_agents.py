@@ -218,3 +218,32 @@ def test_aider_reads_neither_input_nor_llm_history() -> None:
     assert adapter.matches(".aider.chat.history.md")
     assert not adapter.matches(".aider.input.history")
     assert not adapter.matches(".aider.llm.history")
+
+
+# The classic Cline layout, read off test-task-1/ui_messages.json (Cline's copy): 4
+# `say: text` entries (the first is the task: a user_msg; 3 assistant texts), 1
+# `user_feedback`, 1 `reasoning`, 1 `completion_result`; 3 `api_req_started` whose JSON text
+# holds tokensIn/tokensOut/cacheReads/cacheWrites 100/0/30/50, 250/300/80/20, 400/500/-/-.
+def test_cline_tasks_golden() -> None:
+    adapter = adapter_named("cline_vscode")
+    rel = "test-task-1/ui_messages.json"
+    path = FIXTURES / "cline_vscode" / rel
+    parsed = adapter.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel)), {})
+    kinds = Counter(e.kind for e in parsed.events)
+    assert dict(kinds) == {"user_msg": 2, "assistant_msg": 3, "thinking": 1, "completion": 1}
+    got = [
+        (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_5m_tokens)
+        for u in parsed.usage
+    ]
+    assert got == [(100, 0, 30, 50), (250, 300, 80, 20), (400, 500, 0, 0)]
+    assert {s.uid for s in parsed.sessions} == {"cline_vscode:test-task-1"}
+
+
+def test_cline_tasks_command_and_its_output() -> None:
+    adapter = adapter_named("roo")
+    rel = "constructed-task-2/ui_messages.json"
+    path = FIXTURES / "roo" / rel
+    parsed = adapter.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel)), {})
+    (result,) = [e for e in parsed.events if e.kind == "tool_result"]
+    assert result.tests == ("jest", 4, 1, 0)
+    assert any(e.kind == "test_run" for e in parsed.events)

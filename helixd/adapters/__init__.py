@@ -11,6 +11,7 @@ from typing import Final
 from helixd.adapters import (
     aider,
     claude,
+    cline_tasks,
     codex,
     crush,  # issue 16 part A: sources of other shapes
     gemini,
@@ -29,6 +30,9 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     crush.OPENCODE_GO,
     goose.ADAPTER,
     aider.ADAPTER,
+    cline_tasks.CLINE,
+    cline_tasks.ROO,
+    cline_tasks.KILO,
 )
 
 
