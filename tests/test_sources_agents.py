@@ -12,6 +12,7 @@ sum(prompt_tokens), sum(completion_tokens) FROM sessions`` for the usage."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -247,3 +248,37 @@ def test_cline_tasks_command_and_its_output() -> None:
     (result,) = [e for e in parsed.events if e.kind == "tool_result"]
     assert result.tests == ("jest", 4, 1, 0)
     assert any(e.kind == "test_run" for e in parsed.events)
+
+
+# Cursor, counted with sqlite3 + json over a copy of the real state.vscdb: the chat panel's
+# 5 tabs hold 33+3+7+3+3 bubbles, the composer's 26 composers the rest; bubbles of type
+# "user"/1 are 68, of type "ai"/2 are 63; 5 + 26 = 31 sessions.
+def test_cursor_golden() -> None:
+    adapter = adapter_named("cursor")
+    rel = "workspaceStorage/f87f6e0b2cf1ae8645cc0c5ffaa99529/state.vscdb"
+    path = FIXTURES / "cursor" / rel
+    parsed = adapter.parse(
+        Chunk(sample_bytes(adapter, path), 0, True, FileContext(str(path), rel)), {}
+    )
+    assert dict(Counter(e.kind for e in parsed.events)) == {"user_msg": 68, "assistant_msg": 63}
+    assert len({s.uid for s in parsed.sessions}) == 31
+    assert not parsed.usage and not parsed.bad and not parsed.unknown_types
+
+
+async def test_cursor_end_to_end_reads_two_rows_and_the_workspace_folder(tmp_path: Path) -> None:
+    root = tmp_path / "workspaceStorage"
+    shutil.copytree(FIXTURES / "cursor" / "workspaceStorage", root)
+    db = tmp_path / "h.db"
+    cursor = adapter_named("cursor")
+    async with await Store.open(db) as store:
+        first = await Ingestor(store).backfill(discover([(cursor, root)]))
+        second = await Ingestor(store).backfill(discover([(cursor, root)]))
+    assert first.files_read == 2 and first.lines == 4  # two ItemTable rows per database
+    assert first.events == 131 + 4 and second.files_read == 0
+    con = sqlite3.connect(db)
+    cwds = {
+        c
+        for (c,) in con.execute("SELECT cwd FROM sessions WHERE uid = 'cursor:comp-constructed-1'")
+    }
+    con.close()
+    assert cwds == {"/home/dev/proj one"}

@@ -13,7 +13,8 @@ from helixd.adapters import (
     claude,
     cline_tasks,
     codex,
-    crush,  # issue 16 part A: sources of other shapes
+    crush,
+    cursor,  # issue 16 part A: sources of other shapes
     gemini,
     goose,
     grok,
@@ -33,6 +34,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cline_tasks.CLINE,
     cline_tasks.ROO,
     cline_tasks.KILO,
+    cursor.ADAPTER,
 )
 
 

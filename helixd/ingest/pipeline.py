@@ -427,7 +427,7 @@ class Ingestor:
             generation=(cursor.generation + replaced) if cursor else 0,
             head_hash=b"",
             head_len=0,
-            ctx=FileContext(src.path, src.rel),
+            ctx=FileContext(src.path, src.rel, _sidecar(src, stats)),
             state=state,
             offset=cursor.offset if cursor and not replaced else 0,
             marks=marks if isinstance(marks, dict) else {},
@@ -563,6 +563,15 @@ class Ingestor:
                     parsed=Parsed(consumed=0, state=run.state),
                 )
             )
+
+
+def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
+    """The adapter's companion file, masked; one that cannot be read is counted, not read."""
+    try:
+        return masked_sidecar(src)
+    except (Refused, OSError) as exc:
+        _skip(stats, refusal(src.path, exc))
+        return None
 
 
 def _stat(src: Source) -> FileStat | None:
