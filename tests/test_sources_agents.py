@@ -254,9 +254,9 @@ def test_cline_tasks_command_and_its_output() -> None:
 # 5 tabs hold 33+3+7+3+3 bubbles, the composer's 26 composers the rest; bubbles of type
 # "user"/1 are 68, of type "ai"/2 are 63; 5 + 26 = 31 sessions.
 def test_cursor_golden() -> None:
-    adapter = adapter_named("cursor")
+    adapter = adapter_named("cursor_ide")
     rel = "workspaceStorage/f87f6e0b2cf1ae8645cc0c5ffaa99529/state.vscdb"
-    path = FIXTURES / "cursor" / rel
+    path = FIXTURES / "cursor_ide" / rel
     parsed = adapter.parse(
         Chunk(sample_bytes(adapter, path), 0, True, FileContext(str(path), rel)), {}
     )
@@ -267,18 +267,16 @@ def test_cursor_golden() -> None:
 
 async def test_cursor_end_to_end_reads_two_rows_and_the_workspace_folder(tmp_path: Path) -> None:
     root = tmp_path / "workspaceStorage"
-    shutil.copytree(FIXTURES / "cursor" / "workspaceStorage", root)
+    shutil.copytree(FIXTURES / "cursor_ide" / "workspaceStorage", root)
     db = tmp_path / "h.db"
-    cursor = adapter_named("cursor")
+    cursor = adapter_named("cursor_ide")
     async with await Store.open(db) as store:
         first = await Ingestor(store).backfill(discover([(cursor, root)]))
         second = await Ingestor(store).backfill(discover([(cursor, root)]))
     assert first.files_read == 2 and first.lines == 4  # two ItemTable rows per database
     assert first.events == 131 + 4 and second.files_read == 0
     con = sqlite3.connect(db)
-    cwds = {
-        c
-        for (c,) in con.execute("SELECT cwd FROM sessions WHERE uid = 'cursor:comp-constructed-1'")
-    }
+    uid = "cursor_ide:comp-constructed-1"
+    cwds = {c for (c,) in con.execute("SELECT cwd FROM sessions WHERE uid = ?", (uid,))}
     con.close()
     assert cwds == {"/home/dev/proj one"}

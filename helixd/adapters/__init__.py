@@ -13,8 +13,8 @@ from helixd.adapters import (
     claude,
     cline_tasks,
     codex,
-    crush,
-    cursor,  # issue 16 part A: sources of other shapes
+    crush,  # issue 16 part A: sources of other shapes
+    cursor_ide,
     gemini,
     goose,
     grok,
@@ -34,7 +34,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cline_tasks.CLINE,
     cline_tasks.ROO,
     cline_tasks.KILO,
-    cursor.ADAPTER,
+    cursor_ide.ADAPTER,
 )
 
 

@@ -8,7 +8,7 @@ Pure: row lines in, records out (``helixd/sources/sqlite.py``).  Rules from
   ``workbench.panel.aichat.view.aichat.chatdata`` (the chat panel: ``tabs[].bubbles[]``) and
   ``composer.composerData`` (the composer: ``allComposers[].conversation[]``).  Nothing
   else of the table (editor state, terminal buffers, prompts history) is selected.
-* **Identity**: ``cursor:<tabId>`` for a chat tab, ``cursor:<composerId>`` for a composer
+* **Identity**: ``cursor_ide:<tabId>`` for a chat tab, ``cursor_ide:<composerId>`` for a composer
   session; title ``chatTitle`` / ``name``.  The workspace folder is in the sibling
   ``workspace.json`` (the sidecar): its ``folder`` URI is the cwd.
 * **Events**: a bubble of ``type`` ``user`` (chat) or ``1`` (composer) is a ``user_msg``;
@@ -35,7 +35,7 @@ from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "cursor"
+NAME: Final = "cursor_ide"
 VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
 CHAT: Final = "workbench.panel.aichat.view.aichat.chatdata"
 COMPOSER: Final = "composer.composerData"
