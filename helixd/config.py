@@ -336,9 +336,9 @@ def price_table(settings: Settings) -> Any:
 
 
 def agent_roots(
-    settings: Settings, adapters: Any, environ: Mapping[str, str], home: Path
+    settings: Settings, adapters: Any, environ: Mapping[str, str], home: Path, projects: Any = ()
 ) -> list[tuple[Any, Path]]:
     """``[(adapter, root), ...]`` for every enabled adapter (``sources.discover.agent_roots``)."""
     from helixd.sources.discover import agent_roots as roots
 
-    return roots(settings, adapters, environ, home)
+    return roots(settings, adapters, environ, home, projects)

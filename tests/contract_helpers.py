@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext, Table
 from helixd.core.records import Parsed
+from helixd.sources import sqlite
+from helixd.store import agentdb
 from helixd.store.writer import _merge_infos
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -19,10 +23,34 @@ def samples(adapter: Adapter, max_bytes: int = 400_000) -> list[tuple[Path, str]
     base = FIXTURES / adapter.name
     found = [(p, p.relative_to(base).as_posix()) for p in base.rglob("*") if p.is_file()]
     chosen = [(p, rel) for p, rel in found if adapter.matches(rel)]
+    if adapter.tables:  # a database's rows: few real databases, all of them count
+        max_bytes = max(max_bytes, 1 << 20)
     return sorted(
-        (x for x in chosen if x[0].stat().st_size <= max_bytes),
-        key=lambda x: (x[0].stat().st_size, x[1]),
+        (x for x in chosen if len(sample_bytes(adapter, x[0])) <= max_bytes),
+        key=lambda x: (len(sample_bytes(adapter, x[0])), x[1]),
     )
+
+
+def sample_bytes(adapter: Adapter, path: Path) -> bytes:
+    """What the adapter is given for a fixture file: its bytes, or for a SQLite source the
+    row lines of a first read (``helixd/sources/sqlite.py``)."""
+    return _rows(adapter, path) if adapter.tables else path.read_bytes()
+
+
+@cache
+def _rows(adapter: Adapter, path: Path) -> bytes:
+    return db_rows(path, adapter.tables)
+
+
+def db_rows(path: Path, tables: Sequence[Table]) -> bytes:
+    """Every row line of the database at ``path`` (what a first read gives), read from a
+    private copy (nothing is created beside the fixture)."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        agentdb.snapshot(agentdb.private_copy(str(path), tmp)) as conn,
+    ):
+        pieces = sqlite.read_rows(partial(agentdb.rows, conn), tables, {}, 0, 1 << 30)
+        return b"".join(p.data for p in pieces)
 
 
 def feed(

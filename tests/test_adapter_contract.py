@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
-from tests.contract_helpers import feed, samples
+from tests.contract_helpers import feed, sample_bytes, samples
 
 ADAPTERS = {a.name: a for a in REGISTRY}
 CASES = [(a.name, rel) for a in REGISTRY for _, rel in samples(a)[:8]]
@@ -20,7 +20,7 @@ CASES = [(a.name, rel) for a in REGISTRY for _, rel in samples(a)[:8]]
 def _sample(name: str, rel: str) -> tuple[Adapter, bytes, str]:
     adapter = ADAPTERS[name]
     path = next(p for p, r in samples(adapter) if r == rel)
-    return adapter, path.read_bytes(), str(path)
+    return adapter, sample_bytes(adapter, path), str(path)
 
 
 @pytest.mark.parametrize("adapter", REGISTRY, ids=lambda a: a.name)

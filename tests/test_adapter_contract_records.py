@@ -18,7 +18,7 @@ import pytest
 
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
 from helixd.core.records import EVENT_KINDS, Role
-from tests.contract_helpers import samples
+from tests.contract_helpers import sample_bytes, samples
 
 CASES = [pytest.param(a, p, rel, id=f"{a.name}:{rel}") for a in REGISTRY for p, rel in samples(a)]
 ROLES = set(get_args(Role))
@@ -26,7 +26,7 @@ ROLES = set(get_args(Role))
 
 @pytest.mark.parametrize(("adapter", "path", "rel"), CASES)
 def test_records_are_well_formed(adapter: Adapter, path: Path, rel: str) -> None:
-    data = path.read_bytes()
+    data = sample_bytes(adapter, path)
     parsed = adapter.parse(Chunk(data, 0, True, FileContext(str(path), rel)), {})
     prefix = adapter.name + ":"
     assert 0 <= parsed.consumed <= len(data)

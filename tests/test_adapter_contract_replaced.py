@@ -22,11 +22,11 @@ import pytest
 from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
-from tests.contract_helpers import samples
+from tests.contract_helpers import sample_bytes, samples
 
 
 def _gives_events(adapter: Adapter, path: Path, rel: str) -> bool:
-    data = path.read_bytes()
+    data = sample_bytes(adapter, path)
     return bool(data) and bool(
         adapter.parse(Chunk(data, 0, True, FileContext(str(path), rel)), {}).events
     )
@@ -47,9 +47,16 @@ def pairs(adapter: Adapter) -> dict[str, tuple[Path, Path, str]]:
     for i, (a, rel_a) in enumerate(found):
         for b, rel_b in found[i + 1 :]:
             k = kind(rel_a)
-            if k not in out and k == kind(rel_b) and a.read_bytes() != b.read_bytes():
-                out[k] = (a, b, rel_a)
+            differ = sample_bytes(adapter, a) != sample_bytes(adapter, b)
+            if k not in out and k == kind(rel_b) and differ:
+                out[k] = (a, b, _placed(adapter, rel_a))
     return out
+
+
+def _placed(adapter: Adapter, rel: str) -> str:
+    """Where the file goes below a root: a per-project file (``project_files``) right in
+    the project directory, where discovery looks for it."""
+    return next((p for p in adapter.project_files if rel.endswith("/" + p)), rel)
 
 
 CASES = [pytest.param(a, k, id=f"{a.name}-{k}") for a in REGISTRY for k in pairs(a)]
@@ -93,12 +100,24 @@ async def ingest_as(adapter: Adapter, root: Path, db: Path, *files: Path, rel: s
             tmp = target.with_name(target.name + ".tmp-new")
             shutil.copyfile(f, tmp)
             os.replace(tmp, target)
+            _companions(f, target)
             stats = await Ingestor(store).backfill(discover([(adapter, root)]))
             assert not stats.errors
             replaced.append(stats.replaced)
     finally:
         await store.close()
     return replaced
+
+
+def _companions(f: Path, target: Path) -> None:
+    """A database's ``-wal`` travels with it (the agent replacing its database replaces
+    both); the reader's ``-shm`` index of the old one goes."""
+    for suffix in ("-wal", "-shm"):
+        old = target.with_name(target.name + suffix)
+        old.unlink(missing_ok=True)
+        new = f.with_name(f.name + suffix)
+        if suffix == "-wal" and new.exists():
+            shutil.copyfile(new, old)
 
 
 @pytest.mark.parametrize(("adapter", "kind"), CASES)

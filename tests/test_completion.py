@@ -46,8 +46,9 @@ def test_session_ids_are_completed_from_the_store(store: RunCli) -> None:
 
 
 def test_agents_repos_and_commands(store: RunCli) -> None:
-    expected = [a.name for a in REGISTRY if a.name.startswith("c")]
-    assert sorted(complete(store, "helixctl sessions --agent c")) == sorted(expected)
+    named_c = [a.name for a in REGISTRY if a.name.startswith("c")]  # in registry order
+    assert complete(store, "helixctl sessions --agent c") == named_c
+    assert {"claude", "codex"} <= set(named_c)
     repos = complete(store, "helixctl report daily --repo /Users/schrockn")
     assert repos and all(r.startswith("/Users/schrockn") for r in repos)
     assert {"mcp", "statusline", "completion", "show"} <= set(complete(store, "helixctl "))
@@ -55,7 +56,8 @@ def test_agents_repos_and_commands(store: RunCli) -> None:
 
 def test_without_a_store_nothing_is_completed_and_nothing_fails(helixctl: RunCli) -> None:
     assert complete(helixctl, "helixctl lookup 1af7") == []
-    assert complete(helixctl, "helixctl search x --agent g") == ["gemini", "grok"]
+    named_g = [a.name for a in REGISTRY if a.name.startswith("g")]
+    assert complete(helixctl, "helixctl search x --agent g") == named_g
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])

@@ -9,20 +9,25 @@ from __future__ import annotations
 from typing import Final
 
 from helixd.adapters import (
-    amp,  # issue 16 part B
+    aider,
+    amp,
     claude,
-    cline_cli,  # issue 16 part B
+    cline_cli,
+    cline_tasks,
     codex,
-    continue_dev,  # issue 16 part B
-    copilot,  # issue 16 part B
-    droid,  # issue 16 part B
+    continue_dev,
+    copilot,
+    crush,
+    cursor_ide,
+    droid,
     gemini,
+    goose,
     grok,
-    openhands,  # issue 16 part B
-    pi,  # issue 16 part B
-    qwen,  # issue 16 part B
+    openhands,
+    pi,
+    qwen,
 )
-from helixd.adapters.base import Adapter, Chunk, FileContext
+from helixd.adapters.base import Adapter, Chunk, FileContext, Table
 
 REGISTRY: Final[tuple[Adapter, ...]] = (
     claude.ADAPTER,
@@ -38,6 +43,15 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     qwen.ADAPTER,
     droid.ADAPTER,
     amp.ADAPTER,
+    # issue 16 part A: SQLite databases, directory trees, markdown histories
+    crush.CRUSH,
+    crush.OPENCODE_GO,
+    goose.ADAPTER,
+    aider.ADAPTER,
+    cline_tasks.CLINE,
+    cline_tasks.ROO,
+    cline_tasks.KILO,
+    cursor_ide.ADAPTER,
 )
 
 
@@ -50,4 +64,4 @@ def adapter_named(name: str) -> Adapter:
     raise KeyError(f"unknown agent {name!r} (known: {known})")
 
 
-__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "adapter_named"]
+__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "Table", "adapter_named"]

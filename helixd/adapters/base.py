@@ -55,6 +55,23 @@ ParseFn = Callable[[Chunk, Mapping[str, Any]], Parsed]
 RootsFn = Callable[[Mapping[str, str], Path], list[Path]]
 
 
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table of an agent's SQLite database, read as rows (``helixd/sources/sqlite.py``).
+
+    ``order`` is the watermark column: rows are read in ``(order, rowid)`` order and only
+    those past the cursor's mark are new (``rowid`` for append-only tables, ``updated_at``
+    for rows updated in place).  ``order=None``: a small key/value table whose values are
+    rewritten in place (Cursor's ``ItemTable``): a row is new when the checksum of its
+    line differs from the one kept for its ``key``.  ``where`` narrows the rows read (an
+    SQL expression over the table's own columns, written by the adapter, never by input)."""
+
+    name: str
+    order: str | None = "rowid"
+    key: str = "rowid"
+    where: str = ""
+
+
 def _no_sidecar(path: str) -> str | None:
     return None
 
@@ -74,7 +91,13 @@ class Adapter:
     by its new content rather than ignored.
     ``records_usage``: whether the agent writes token usage into the files read at all;
     ``usage_note`` says where it does (or why not).  A session without usage is shown as
-    "not recorded" with that note, never as zero tokens."""
+    "not recorded" with that note, never as zero tokens.
+
+    Sources of other shapes (docs/adapters.md, "Source kinds"): ``tables`` non-empty makes
+    the matched files SQLite databases, read as one JSON line per new row
+    (``{"table": …, "row": {…}}``) that ``parse`` receives like any line file;
+    ``project_files`` non-empty makes the agent's roots project directories in which only
+    these relative paths are looked at (a few ``stat`` calls, never a walk)."""
 
     name: str
     version: int
@@ -86,3 +109,5 @@ class Adapter:
     description: str = ""
     records_usage: bool = True
     usage_note: str = ""
+    tables: tuple[Table, ...] = ()
+    project_files: tuple[str, ...] = ()

@@ -30,6 +30,8 @@ SHELL_TOOLS: Final = frozenset(
         # Copilot CLI on Windows; Factory Droid
         "powershell",
         "Execute",
+        # Goose's developer extension
+        "developer__shell",
     }
 )
 

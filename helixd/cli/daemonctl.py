@@ -74,9 +74,11 @@ def _survey(rc: Any) -> dict[str, Any]:
     from pathlib import Path
 
     from helixd.adapters import REGISTRY
+    from helixd.query.projects import known_projects
     from helixd.sources.discover import agent_roots, survey
 
-    return survey(agent_roots(rc, REGISTRY, os.environ, Path.home()))
+    projects = known_projects(rc.store_db)
+    return survey(agent_roots(rc, REGISTRY, os.environ, Path.home(), projects))
 
 
 def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:

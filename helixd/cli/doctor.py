@@ -29,7 +29,10 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     from helixd.sources.discover import survey
 
     settings = load_settings(ctx)
-    pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home())
+    from helixd.query.projects import known_projects
+
+    projects = known_projects(settings.store.db)
+    pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home(), projects)
     roots = [root for _, root in pairs]
     try:
         targets = _targets((), _resolve_exe(None), create=False)

@@ -48,6 +48,7 @@ def ingest(
     """Backfill every transcript once; a second run reads only what is new."""
     from helixd.adapters import REGISTRY
     from helixd.ingest.plan import idle_summary, plan
+    from helixd.query.projects import known_projects
     from helixd.sources.discover import agent_roots
 
     started = time.perf_counter()
@@ -57,7 +58,8 @@ def ingest(
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
     else:
-        pairs = agent_roots(rc, chosen, os.environ, Path.home())
+        projects = known_projects(rc.store_db)
+        pairs = agent_roots(rc, chosen, os.environ, Path.home(), projects)
     first = plan(rc.store_db, pairs, {a.name: a.version for a in REGISTRY})
     if first.idle:
         summary = idle_summary(first, rc.store_db, pairs, started)

@@ -58,6 +58,7 @@ from helixd.ingest.renormalize import renormalize
 from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
 from helixd.store.database import Store, now_ms
 from helixd.store.faults import StoreFault, classify
+from helixd.store.projects import known_projects
 
 log = structlog.get_logger("helixd")
 STATUS_EVERY = 2.0
@@ -94,6 +95,7 @@ class Daemon:
             self._limits,
             self._analyze,
         )
+        self.worker.before_scan = self._refresh_roots
         self.hub = CommitHub()  # the writer's commits, for the live feed (and whoever listens)
         self.guard.on_open = self._opened
         self.web: Any = None
@@ -104,7 +106,8 @@ class Daemon:
         self.socket = paths.socket_path()
 
     def _pairs(self) -> list[tuple[Any, Path]]:
-        return config.agent_roots(self.settings, REGISTRY, os.environ, Path.home())
+        projects = known_projects(self.settings.store.db)
+        return config.agent_roots(self.settings, REGISTRY, os.environ, Path.home(), projects)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -245,6 +248,22 @@ class Daemon:
         self._schedule_jobs()
         self.queue.put(RECONCILE)
         log.info("reloaded", roots=self.index.roots())
+
+    async def _refresh_roots(self) -> None:
+        self._use_roots(await asyncio.to_thread(self._pairs))
+
+    def _use_roots(self, pairs: list[tuple[Any, Path]]) -> None:
+        """Project directories learned since the last scan become roots of the agents that
+        keep their files in each project (``store.projects``); the watches follow."""
+        gate = Gate(pairs)
+        if [(a.name, r) for a, r in gate.configured] == [
+            (a.name, r) for a, r in self.index.configured
+        ]:
+            return
+        self.index = gate
+        if self.watcher is not None:
+            self.watcher.index = self.index
+            self.watcher.refresh()
 
     def _schedule_jobs(self) -> None:
         """Jobs from the configuration.  While a root cannot be watched (watching is off, or
@@ -563,7 +582,8 @@ async def run_once(settings: config.Settings) -> int:
     """One full sweep: every file once, then the digests of what changed."""
     store = await Store.open(settings.store.db)
     try:
-        pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home())
+        projects = known_projects(settings.store.db)
+        pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home(), projects)
         stats = await Ingestor(
             store,
             chunk_bytes=settings.ingest.chunk_bytes,

@@ -8,6 +8,9 @@ its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
 * one recursive watch per adapter root that exists; a root that does not exist yet is
   waited for by watching its nearest existing ancestor (non-recursively), and the watches
   are rebuilt when a directory appears there;
+* a project directory (an agent keeping its files in each project: ``Gate.watches``) is
+  watched non-recursively, with the directories holding the agent's files; a change of a
+  database's ``-wal`` file names the database;
 * handlers run on the observer thread and cross into asyncio only through
   ``loop.call_soon_threadsafe``;
 * a directory created inside a root is scanned at once (files written by ``mkdir -p``
@@ -31,6 +34,7 @@ from watchdog.observers import Observer
 from helixd.sources.gate import Gate
 
 log = structlog.get_logger("helixd.watcher")
+WAL = "-wal"
 
 
 class _Handler(FileSystemEventHandler):
@@ -84,7 +88,11 @@ class Watcher:
         self.observer.unschedule_all()
         self.watched.clear()
         self.waiting.clear()
-        for root in self.index.roots():
+        for root, recursive in self.index.watches():
+            if not recursive:  # a project directory: watched when it exists, never waited for
+                if os.path.isdir(root) and root not in self.watched:
+                    self._watch(root, recursive=False)
+                continue
             if os.path.isdir(root):
                 self._watch(root, recursive=True)
                 continue
@@ -114,11 +122,25 @@ class Watcher:
             if any(root == path or root.startswith(path + os.sep) for root in self.waiting):
                 self.refresh()
                 self.on_root_change()
-            elif kind in ("created", "moved"):
+            elif kind in ("created", "moved") and self._scannable(path):
                 self.on_dir(path)
             return
         if self.index.claims(path):  # lexical, no I/O: the worker's gate decides
             self.on_path(path)
+        elif path.endswith(WAL) and self.index.claims(path[: -len(WAL)]):
+            self.on_path(path[: -len(WAL)])  # a database's write-ahead log: read the database
+
+    def _scannable(self, path: str) -> bool:
+        """A new directory worth scanning: inside a recursively watched root, or one of the
+        few directories of a project that hold an agent's files (then watched from now on);
+        never any other directory of a project's tree."""
+        deep = [root for root, recursive in self.watched.items() if recursive]
+        if any(path.startswith(root + os.sep) for root in deep):
+            return True
+        if path in dict(self.index.watches()):
+            self.refresh()
+            return True
+        return False
 
     def stop(self) -> None:
         if self.observer is not None:

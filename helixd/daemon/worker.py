@@ -80,6 +80,9 @@ class Worker:
             "last_error": None,
         }
         self.unreadable: dict[str, str] = {}  # path -> reason, as the last reads found
+        # Before each reconcile scan: the daemon refreshes its roots (project directories
+        # learned since the last scan, ``store.projects``).
+        self.before_scan: Callable[[], Awaitable[None]] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -189,6 +192,8 @@ class Worker:
 
     async def _scan(self, store: Store, ingestor: Ingestor) -> None:
         """The reconcile scan: every file not waiting out a backoff."""
+        if self.before_scan is not None:
+            await self.before_scan()
         held = {path for path in self.files.entries if self.files.wait_for(path)}
         found = discover(self.sources(), held=held.__contains__)  # walked in a thread
         stats = await self.scheduler.run_now(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections import deque
@@ -31,6 +32,7 @@ from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.stats import IngestStats
+from helixd.sources import sqlite as dbsource
 from helixd.sources.discover import Discovery, Source, discover
 from helixd.sources.gate import DENIED, READ_ERROR, Refused, open_source, refusal
 from helixd.sources.tailer import (
@@ -47,10 +49,12 @@ from helixd.sources.tailer import (
     stat_file,
     unchanged,
 )
+from helixd.store import agentdb
 from helixd.store.database import Batch, Store
 
 __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
+MARKS: Final = dbsource.MARKS_KEY
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
@@ -85,6 +89,7 @@ class _FileRun:
     wrote: bool = False
     stalled: bool = False
     moved: bool = False
+    marks: dict[str, Any] | None = None  # a database's watermarks (helixd/sources/sqlite.py)
 
     def cursor(self, offset: int, seen: int) -> Cursor:
         """The cursor after a batch.  ``size`` records how much of the file was examined:
@@ -104,7 +109,7 @@ class _FileRun:
             head_len=self.head_len,
             generation=self.generation,
             adapter_version=src.adapter.version,
-            state=self.state,
+            state=self.state if self.marks is None else {**self.state, MARKS: self.marks},
             file_id=self.previous.file_id if self.previous else None,
         )
 
@@ -271,7 +276,7 @@ class Ingestor:
             seen.add(src.path)
             cur = cursors.get(src.path)
             try:
-                st = stat_file(src.path)
+                st = _stat(src)
             except Refused as exc:
                 _skip(stats, exc)
                 continue
@@ -367,7 +372,7 @@ class Ingestor:
         and skipped; the pieces it gave before a read error keep their cursors."""
         for src, cursor in todo:
             try:
-                st = stat_file(src.path)
+                st = _stat(src)
             except Refused as exc:
                 _skip(stats, exc)
                 continue
@@ -405,6 +410,9 @@ class Ingestor:
     ) -> Iterator[_Planned]:
         """One file's pieces, then its closing item (not after a read error: a cursor
         saying "examined to the end" would skip the unread rest next time)."""
+        if src.adapter.tables:
+            yield from self._plan_db(src, cursor, stats)
+            return
         with open_source(src.root, src.rel) as f:
             run = self._open(src, f, cursor, stats)
             for piece in read_pieces(
@@ -426,6 +434,44 @@ class Ingestor:
                     if budget <= 0 and not piece.at_eof:
                         stats.more = True
                         break
+        yield _Planned(run, None)
+
+    def _plan_db(
+        self, src: Source, cursor: Cursor | None, stats: IngestStats
+    ) -> Iterator[_Planned]:
+        """A SQLite database's new rows as row lines (``helixd/sources/sqlite.py``), from the
+        watermarks in its cursor.  A database under the same path with another inode is a
+        new generation read from the start (its rows' natural keys keep the store free of
+        duplicates)."""
+        with open_source(src.root, src.rel) as f:  # the gate: a regular file, no link
+            fst = os.fstat(f.fileno())
+        st = dbsource.stat_db(src.path)
+        if st is None or (st.dev, st.ino) != (fst.st_dev, fst.st_ino):
+            return  # replaced while being looked at: the next change reads it
+        replaced = cursor is not None and (cursor.dev, cursor.ino) != (st.dev, st.ino)
+        state = {} if cursor is None or replaced else dict(cursor.state)
+        marks = state.pop(MARKS, None)
+        run = _FileRun(
+            src=src,
+            st=st,
+            previous=cursor,
+            generation=(cursor.generation + replaced) if cursor else 0,
+            head_hash=b"",
+            head_len=0,
+            ctx=FileContext(src.path, src.rel, _sidecar(src, stats)),
+            state=state,
+            offset=cursor.offset if cursor and not replaced else 0,
+            marks=marks if isinstance(marks, dict) else {},
+        )
+        stats.files_read += 1
+        stats.replaced += replaced
+        with agentdb.snapshot(src.path) as conn:
+            rows = functools.partial(agentdb.rows, conn)
+            marks = run.marks or {}
+            for piece in dbsource.read_rows(
+                rows, src.adapter.tables, marks, run.offset, self.chunk_bytes
+            ):
+                yield _Planned(run, piece)
         yield _Planned(run, None)
 
     def _open(
@@ -492,7 +538,8 @@ class Ingestor:
                 item.raw_z_secrets,
             )
             return
-        assert item.redacted is not None
+        if item.redacted is None:
+            return  # an empty piece: a database with no new row
         redacted, secrets = await item.redacted
         src = run.src
         chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
@@ -501,6 +548,8 @@ class Ingestor:
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:
             return
+        if piece.marks is not None:
+            run.marks = piece.marks
         run.state = parsed.state
         end = piece.offset + parsed.consumed
         raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
@@ -511,7 +560,8 @@ class Ingestor:
             raw=raw,
             parsed=parsed,
             redactions=secrets,
-            replace_events=src.adapter.whole_file(src.rel),
+            # a database row read again was updated in place: its events take the new content
+            replace_events=src.adapter.whole_file(src.rel) or bool(src.adapter.tables),
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)
@@ -544,6 +594,20 @@ class Ingestor:
                     parsed=Parsed(consumed=0, state=run.state),
                 )
             )
+
+
+def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
+    """The adapter's companion file, masked; one that cannot be read is counted, not read."""
+    try:
+        return masked_sidecar(src)
+    except (Refused, OSError) as exc:
+        _skip(stats, refusal(src.path, exc))
+        return None
+
+
+def _stat(src: Source) -> FileStat | None:
+    """A source's stat as the cursor compares it (a database with its ``-wal``)."""
+    return dbsource.stat_db(src.path) if src.adapter.tables else stat_file(src.path)
 
 
 def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:

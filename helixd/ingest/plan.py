@@ -13,7 +13,6 @@ Light: the standard library, the adapters' registry and the light store modules.
 from __future__ import annotations
 
 import os
-import stat as stat_mod
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +22,9 @@ from typing import Any
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
 from helixd.sources.discover import discover
+from helixd.sources.gate import Refused
+from helixd.sources.sqlite import stat_db
+from helixd.sources.tailer import stat_file
 from helixd.store import queries
 from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
@@ -63,15 +65,15 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
     for src in walk:
         found += 1
         try:
-            st = os.stat(src.path)
-        except OSError:
+            st = stat_db(src.path) if src.adapter.tables else stat_file(src.path)
+        except Refused:
+            continue  # not a regular file: the full ingest counts it
+        if st is None:
             return Plan(False, f"{src.path} vanished during the scan")
-        if not stat_mod.S_ISREG(st.st_mode):
-            continue
         cursor = known.get(src.path)
         if cursor is None:
             return Plan(False, f"new file {src.path}")
-        if cursor[:4] != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
+        if cursor[:4] != (st.size, st.mtime_ns, st.ino, st.dev):
             return Plan(False, f"{src.path} changed")
         seen.add(src.path)
     if walk.skipped:  # the full ingest counts and names what cannot be read

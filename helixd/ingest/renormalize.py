@@ -126,6 +126,9 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     # The file's own cursor last (its current generation's state: an empty state when that
     # generation has no stored bytes yet), so an older generation never overwrites it.
     final = state if generation == c.generation else {}
+    # Entries a source edge keeps in the cursor ("~…": a database's watermarks) are not
+    # the adapter's: they say what was read, and stay.
+    final = {**final, **{k: v for k, v in c.state.items() if k.startswith("~")}}
     batches.append(
         Batch(
             cursor=replace(c, adapter_version=adapter.version, state=final),

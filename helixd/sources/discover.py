@@ -53,16 +53,25 @@ class RootsConf(Protocol):
 
 
 def agent_roots(
-    settings: RootsConf, adapters: Iterable[Adapter], environ: Mapping[str, str], home: Path
+    settings: RootsConf,
+    adapters: Iterable[Adapter],
+    environ: Mapping[str, str],
+    home: Path,
+    projects: Iterable[str | Path] = (),
 ) -> list[tuple[Adapter, Path]]:
     """``[(adapter, root), ...]`` for every enabled adapter: configured roots, else its
-    defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``)."""
+    defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``).  An
+    agent that keeps its files in each project (``project_files``) also gets every
+    directory of ``projects`` (where known sessions ran: ``store.projects``) as a root."""
     pairs: list[tuple[Adapter, Path]] = []
+    dirs = list(dict.fromkeys(Path(p) for p in projects))
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:
             continue
         roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
+        if adapter.project_files:
+            roots = list(dict.fromkeys([*roots, *dirs]))
         pairs.extend((adapter, root) for root in roots)
     return pairs
 
@@ -105,8 +114,37 @@ class Discovery:
         for root in roots:
             if not os.path.isdir(root.path):
                 continue  # the agent is not installed here (a missing root is no gap)
+            if root.adapter.project_files:
+                yield from self._project(root, seen)
+                continue
             others = {r.real for r in roots if r.real != root.real}
             yield from self._walk(root, others, seen)
+
+    def _project(self, root: Root, seen: set[str]) -> Iterator[Source]:
+        """A project directory: only the agent's few files in it are looked at (one
+        ``lstat`` each), never a walk."""
+        for rel in root.adapter.project_files:
+            path = os.path.join(root.path, rel)
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                self._skip(path, reason_of(exc), exc.strerror or str(exc))
+                continue
+            if stat.S_ISLNK(mode):
+                self._link(path, True)
+                continue
+            if not stat.S_ISREG(mode):
+                self._skip(path, NOT_REGULAR, kind_of(mode))
+                continue
+            if path in seen:
+                continue
+            if self.check_access and not os.access(path, os.R_OK):
+                self._skip(path, DENIED)
+                continue
+            seen.add(path)
+            yield Source(root.adapter, root.path, path, rel)
 
     def _walk(self, root: Root, others: set[str], seen: set[str]) -> Iterator[Source]:
         matches = root.adapter.matches

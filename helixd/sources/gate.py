@@ -127,6 +127,31 @@ def _below(path: str, root: str) -> str | None:
     return None
 
 
+class _RealPaths:
+    """``os.path.realpath`` for many roots at once: each distinct directory is resolved
+    once, and a directory whose last component is no link costs one ``lstat`` on top of
+    its parent's resolution (hundreds of project directories share their parents)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        hit = self.known.get(path)
+        if hit is not None:
+            return hit
+        parent, name = os.path.split(path)
+        if not name or parent == path or name in (".", ".."):
+            real = os.path.realpath(path)
+        else:
+            try:
+                is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:
+                is_link = False  # absent: realpath keeps the name as it is
+            real = os.path.realpath(path) if is_link else os.path.join(self(parent), name)
+        self.known[path] = real
+        return real
+
+
 class Gate:
     """The configured roots and the one check every path passes.
 
@@ -140,7 +165,8 @@ class Gate:
         """The roots with their real paths now, one per (adapter, real directory), in the
         configured order.  Roots that are the same directory share one name, whatever
         their order: the one that is its own real path, else the first in sort order."""
-        resolved = [(adapter, path, os.path.realpath(path)) for adapter, path in self.configured]
+        realpath = _RealPaths()
+        resolved = [(adapter, path, realpath(path)) for adapter, path in self.configured]
         named: dict[str, str] = {}
         for _, path, real in resolved:
             best = named.get(real)
@@ -190,6 +216,21 @@ class Gate:
     def roots(self) -> list[str]:
         """The configured root directories (each once)."""
         return sorted({root for _, root in self.configured})
+
+    def watches(self) -> list[tuple[str, bool]]:
+        """``(directory, recursive)`` to watch: each root whole, except a project
+        directory (an agent with ``project_files``), of which only the directory itself and
+        those holding the agent's files are watched, not recursively (a project's tree is
+        not Helix's to watch)."""
+        out: dict[str, bool] = {}
+        for adapter, root in self.configured:
+            if not adapter.project_files:
+                out[root] = True
+                continue
+            out.setdefault(root, False)
+            for rel in adapter.project_files:
+                out.setdefault(os.path.dirname(os.path.join(root, rel)), False)
+        return sorted(out.items())
 
 
 def open_source(root: str, rel: str) -> BinaryIO:

@@ -19,7 +19,7 @@ import os
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 import zstandard
 
@@ -113,12 +113,14 @@ class Piece:
     ``data`` ends after a newline unless ``at_eof`` (the adapter then decides about a
     final line without newline).  ``oversized`` > 0 marks a line longer than the cap: its
     bytes are not in ``data`` (they are streamed from ``path`` when stored) and it is
-    ``oversized`` bytes long, newline included."""
+    ``oversized`` bytes long, newline included.  ``marks``: the piece holds a database's
+    row lines (``helixd/sources/sqlite.py``) and these are its watermarks after them."""
 
     offset: int
     data: bytes
     at_eof: bool
     oversized: int = 0
+    marks: dict[str, Any] | None = None  # a database's watermarks after these rows
 
 
 def read_pieces(

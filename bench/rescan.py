@@ -1,0 +1,162 @@
+"""The no-change rescan with every agent's root present and many known project directories.
+
+Builds a home where every registered agent has its fixtures under its default roots, and a
+store that knows ``--projects`` project directories (sessions ran there; a tenth of them
+hold an Aider history or a Crush database), ingests everything once, then times:
+
+* ``plan``: what ``helixctl ingest`` does first when nothing changed (discovery of every
+  root and project, one stat per file, compared with the cursors) — target ≤ 0.15 s;
+* ``backfill``: the full ingest pass with nothing new (the daemon's reconcile scan);
+* ``sqlite``: one database whose WAL was touched but holds no new row: open read-only,
+  select past the watermarks, nothing read — target ≤ 5 ms.
+
+Usage: ``python bench/rescan.py [--projects 500] [--runs 5]``; prints JSON (medians, and
+CPU time, which the shared machine's noise does not inflate as much as wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from helixd.adapters import REGISTRY, adapter_named
+from helixd.ingest import digest
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.plan import plan
+from helixd.sources import sqlite as dbsource
+from helixd.sources.discover import agent_roots
+from helixd.store import agentdb
+from helixd.store.database import Store, now_ms
+from helixd.store.projects import known_projects
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+AIDER = ".aider.chat.history.md"
+
+
+class _Conf:
+    enabled = True
+    roots: list[Path] = []
+
+
+class _Settings:
+    def agent(self, name: str) -> _Conf:
+        return _Conf()
+
+
+def build(home: Path, projects: int) -> list[Path]:
+    """Every adapter's fixtures under its first default root; ``projects`` directories
+    named by Claude sessions' cwds, every tenth with an Aider history and a Crush DB."""
+    for adapter in REGISTRY:
+        roots = adapter.default_roots({}, home)
+        src = FIXTURES / adapter.name
+        if roots and src.is_dir() and not adapter.project_files:
+            shutil.copytree(src, roots[0], dirs_exist_ok=True)
+    dirs = []
+    claude = home / ".claude" / "projects" / "-many"
+    claude.mkdir(parents=True, exist_ok=True)
+    for i in range(projects):
+        proj = home / "work" / f"p{i:04d}"
+        proj.mkdir(parents=True)
+        dirs.append(proj)
+        sid = f"00000000-0000-4000-8000-{i:012d}"
+        line = {
+            "type": "user",
+            "uuid": f"u{i}",
+            "sessionId": sid,
+            "cwd": str(proj),
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hello"},
+        }
+        (claude / f"{sid}.jsonl").write_bytes(orjson.dumps(line) + b"\n")
+        if i % 10 == 0:
+            shutil.copyfile(
+                FIXTURES
+                / "aider"
+                / "BeehiveInnovations__zen-mcp-server"
+                / ".aider.chat.history.md",
+                proj / ".aider.chat.history.md",
+            )
+            shutil.copytree(FIXTURES / "crush" / "tuliopc23__LiqUIdify" / ".crush", proj / ".crush")
+    return dirs
+
+
+def timed(fn: Callable[[], object], runs: int) -> dict[str, float]:
+    wall, cpu = [], []
+    for _ in range(runs):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return {"wall_s": round(statistics.median(wall), 4), "cpu_s": round(statistics.median(cpu), 4)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--projects", type=int, default=500)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="helix-rescan-") as tmp:
+        home = Path(tmp) / "home"
+        build(home, args.projects)
+        db = Path(tmp) / "helix.db"
+        env: dict[str, str] = {}
+
+        def pairs() -> list[tuple[object, Path]]:
+            return agent_roots(_Settings(), REGISTRY, env, home, known_projects(db))
+
+        async def backfill() -> None:
+            async with await Store.open(db) as store:
+                await Ingestor(store).backfill(discover(pairs()))  # type: ignore[arg-type]
+                changed = await store.session_ids_changed_since_analysis()
+                await digest.analyze(store, changed, now_ms())
+
+        asyncio.run(backfill())  # learns the cwds
+        asyncio.run(backfill())  # reads the project files found there
+        versions = {a.name: a.version for a in REGISTRY}
+        first = plan(db, pairs(), versions)  # type: ignore[arg-type]
+        assert first.idle, first.reason
+        out = {
+            "projects": len(known_projects(db)),
+            "files": first.files_seen,
+            "plan": timed(lambda: plan(db, pairs(), versions), args.runs),  # type: ignore[arg-type]
+            "backfill": timed(lambda: asyncio.run(backfill()), args.runs),
+        }
+        crush_db = home / "work" / "p0000" / ".crush" / "crush.db"
+        tables = adapter_named("crush").tables
+        with agentdb.snapshot(str(crush_db)) as conn:
+            pieces = list(dbsource.read_rows(partial(agentdb.rows, conn), tables, {}, 0, 1 << 22))
+        marks = pieces[-1].marks or {}
+
+        def nothing_new() -> None:
+            os.utime(str(crush_db) + "-wal")
+            with agentdb.snapshot(str(crush_db)) as conn:
+                rows = partial(agentdb.rows, conn)
+                got = list(dbsource.read_rows(rows, tables, marks, 1 << 20, 1 << 22))
+            assert len(got) == 1 and not got[0].data
+
+        out["sqlite_nothing_new"] = timed(nothing_new, max(args.runs, 20))
+        if os.environ.get("HELIX_BENCH_PROFILE"):
+            import cProfile
+            import pstats
+
+            cProfile.runctx("plan(db, pairs(), versions)", globals(), locals(), "/tmp/rescan.prof")
+            pstats.Stats("/tmp/rescan.prof").sort_stats("cumulative").print_stats(25)
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""The classic Cline VS Code layout, shared by Roo Code and Kilo Code: one directory per task,
+``globalStorage/<extension id>/tasks/<task id>/``, holding JSON documents the extension
+rewrites whole.
+
+Pure: bytes in, records out.  A directory tree source: every file of the task is a document
+(``whole_file``) and the task id comes from the directory, so the files of one task make one
+session.  Rules from ``../shared/notes/formats.md`` §8.1 and the (constructed) samples in the
+corpus:
+
+* **Read**: ``ui_messages.json`` (an array of ``{ts, type: say|ask, say|ask: <kind>, text,
+  partial}``): the task's own record of the conversation, with usage.  Not read:
+  ``api_conversation_history.json`` (the same turns as sent to the model, no usage),
+  ``task_metadata.json``, checkpoints.
+* **Identity**: ``<agent>:<task id>``; an entry's key is its ``ts`` (the extension rewrites a
+  streaming ``partial`` message under the same ``ts``, and ``whole_file`` replaces the
+  stored content).
+* **Events**: the first ``say: text`` is the task (``user_msg``), later ones the assistant's;
+  ``user_feedback`` → ``user_msg``; ``reasoning`` → ``thinking``; ``ask: command`` /
+  ``say: command`` → a shell ``tool_call``, ``command_output`` → its ``tool_result``;
+  ``ask|say: tool`` (JSON ``{tool, path, …}``) → ``tool_call``; ``error`` →
+  ``error``; ``completion_result`` → ``completion``; ``api_req_started`` → usage; other kinds
+  (checkpoints, follow-ups, resume prompts …) add no event; an unknown ``type`` is counted.
+* **Usage**: per API request, the JSON text of ``say: api_req_started`` (``tokensIn``,
+  ``tokensOut``, ``cacheWrites``, ``cacheReads``), key ``<agent>:<task>:<ts>``,
+  ``replace=True`` (the entry is rewritten as the request completes).  No model is recorded
+  there: ``unknown``.  ``cost`` is not kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.fields import count, get_str
+from helixd.adapters.guard import guarded
+from helixd.adapters.turns import Turns
+from helixd.core.records import BadLine, Parsed, SessionInfo, UsageFact
+from helixd.core.timeparse import parse_ts
+from helixd.core.values import record_type
+
+VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
+FILE: Final = "ui_messages.json"
+QUIET: Final = frozenset(
+    [
+        "checkpoint_created",
+        "followup",
+        "resume_task",
+        "resume_completed_task",
+        "api_req_finished",
+        "api_req_retried",
+        "shell_integration_warning",
+        "mistake_limit_reached",
+        "auto_approval_max_req_reached",
+        "browser_action_launch",
+        "browser_action",
+        "browser_action_result",
+        "mcp_server_request_started",
+        "mcp_server_response",
+        "use_mcp_server",
+        "diff_error",
+        "clineignore_error",
+        "condense_context",
+        "new_task",
+        "new_task_with_context",
+        "plan_mode_respond",
+        "act_mode_respond",
+        "task_progress",
+        "deleted_api_reqs",
+        "user_feedback_diff",
+        "subtask_result",
+        "codebase_search_result",
+        "completion_result_ask",
+    ]
+)
+
+
+def _vscode_roots(ext: str) -> Any:
+    def roots(environ: Mapping[str, str], home: Path) -> list[Path]:
+        """``globalStorage/<extension>/tasks`` of VS Code on Linux and macOS."""
+        config = environ.get("XDG_CONFIG_HOME", "").strip()
+        linux = Path(config) if config else home / ".config"
+        mac = home / "Library" / "Application Support"
+        return [base / "Code" / "User" / "globalStorage" / ext / "tasks" for base in (linux, mac)]
+
+    return roots
+
+
+def matches(rel: str) -> bool:
+    parts = rel.split("/")
+    return len(parts) >= 2 and parts[-1] == FILE
+
+
+def whole_file(rel: str) -> bool:
+    return True
+
+
+class _Run(Turns):
+    def __init__(self, name: str, chunk: Chunk, state: Mapping[str, Any]) -> None:
+        super().__init__(state)
+        self.name = name
+        parts = chunk.ctx.rel.split("/")
+        self.native = parts[-2] if len(parts) >= 2 else parts[0]
+        self.uid = f"{name}:{self.native}"
+        self.told = False  # the task's first text seen
+        self.command: str | None = None
+
+    def entry(self, offset: int, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            raise ValueError(f"an entry that is not an object but {type(obj).__name__}")
+        etype = record_type(obj.get("type"))
+        ts = parse_ts(obj.get("ts"))
+        kind = obj.get(etype) if etype in ("say", "ask") else None
+        if etype not in ("say", "ask"):
+            self.unknown(etype)
+            return
+        key = f"ts{obj.get('ts')}:{etype}"
+        at = (ts, offset)
+        text = get_str(obj, "text")
+        self.out.sessions.append(
+            SessionInfo(
+                uid=self.uid, agent=self.name, native_id=self.native, first_ts=ts, last_ts=ts
+            )
+        )
+        if kind == "text" and etype == "say":
+            if not self.told:
+                self.told = True
+                self.out.sessions.append(
+                    SessionInfo(
+                        uid=self.uid,
+                        agent=self.name,
+                        native_id=self.native,
+                        title=text[:200] or None,
+                    )
+                )
+                self.emit(self.uid, key, "user_msg", at, "user", text)
+            else:
+                self.emit(self.uid, key, "assistant_msg", at, "assistant", text)
+        elif kind == "user_feedback":
+            self.emit(self.uid, key, "user_msg", at, "user", text)
+        elif kind == "reasoning":
+            self.emit(self.uid, key, "thinking", at, "assistant", text)
+        elif kind == "command":
+            self.command = key
+            self.tool_call(self.uid, key, at, "bash", key, {"command": text})
+        elif kind == "command_output":
+            self.tool_result(self.uid, key, at, self.command, text, False)
+        elif kind == "tool":
+            args: Any = orjson.loads(text) if text.startswith("{") else {"text": text}
+            name = get_str(args, "tool") if isinstance(args, dict) else ""
+            self.tool_call(self.uid, key, at, name or "tool", None, args)
+        elif kind == "error":
+            self.emit(self.uid, key, "error", at, "system", text or "error", is_error=True)
+        elif kind == "completion_result":
+            self.emit(self.uid, key, "completion", at, "assistant", text)
+        elif kind == "api_req_started":
+            self.usage(obj, text, ts, offset)
+        elif kind not in QUIET:
+            self.unknown(f"{etype}:{record_type(kind, etype)}")
+
+    def fact(self, **known: Any) -> None:
+        info = SessionInfo(uid=self.uid, agent=self.name, native_id=self.native, **known)
+        self.out.sessions.append(info)
+
+    def usage(self, obj: Mapping[str, Any], text: str, ts: int | None, offset: int) -> None:
+        info = orjson.loads(text) if text else {}
+        if not isinstance(info, dict):
+            return
+        inp, out = count(info, "tokensIn", "api_req"), count(info, "tokensOut", "api_req")
+        writes, reads = count(info, "cacheWrites", "api_req"), count(info, "cacheReads", "api_req")
+        if inp or out or writes or reads:
+            self.out.usage.append(
+                UsageFact(
+                    dedup_key=f"{self.uid}:{obj.get('ts')}",
+                    session_uid=self.uid,
+                    ts=ts,
+                    model="unknown",
+                    input_tokens=inp,
+                    output_tokens=out,
+                    cache_read_tokens=reads,
+                    cache_write_5m_tokens=writes,
+                    replace=True,
+                    offset=offset,
+                )
+            )
+
+
+def _parser(name: str) -> Any:
+    def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
+        doc = _document(chunk)
+        if isinstance(doc, Parsed):
+            return doc
+        run = _Run(name, chunk, {})
+        for entry in doc:
+            guarded(run, chunk.base, len(chunk.data), run.entry, chunk.base, entry)
+        out = run.out
+        if out.bad:  # one document: its entries share its offset; one bad line at most
+            out.bad[:] = [BadLine(chunk.base, len(chunk.data), out.bad[0].reason)]
+        return Parsed(
+            consumed=len(chunk.data),
+            state={},
+            sessions=out.sessions,
+            events=out.events,
+            usage=out.usage,
+            bad=out.bad,
+            unknown_types=out.unknown_types,
+            lines=1,
+        )
+
+    return parse
+
+
+def _document(chunk: Chunk) -> list[Any] | Parsed:
+    """The array, or what to return at once (as ``jsonl.whole_document``, for an array)."""
+    stripped = chunk.data.strip()
+    if not stripped or not chunk.at_eof:
+        return Parsed(consumed=0, state={})
+    try:
+        value = orjson.loads(stripped)
+    except orjson.JSONDecodeError as exc:
+        if not stripped.endswith(b"]"):
+            return Parsed(consumed=0, state={})  # mid-rewrite: wait for the next version
+        bad = BadLine(chunk.base, len(chunk.data), f"unreadable ui_messages.json: {exc}")
+        return Parsed(consumed=len(chunk.data), state={}, bad=[bad], lines=1)
+    if isinstance(value, dict):  # a single record (the contract's unknown-type probe)
+        value = [value]
+    if not isinstance(value, list):
+        bad = BadLine(chunk.base, len(chunk.data), "ui_messages.json is not an array")
+        return Parsed(consumed=len(chunk.data), state={}, bad=[bad], lines=1)
+    return value
+
+
+def _adapter(name: str, ext: str, label: str) -> Adapter:
+    return Adapter(
+        name=name,
+        version=VERSION,
+        parse=_parser(name),
+        default_roots=_vscode_roots(ext),
+        matches=matches,
+        whole_file=whole_file,
+        description=f"{label} tasks (VS Code globalStorage/{ext}/tasks/<id>/ui_messages.json)",
+    )
+
+
+CLINE: Final = _adapter("cline_vscode", "saoudrizwan.claude-dev", "Cline (VS Code)")
+ROO: Final = _adapter("roo", "rooveterinaryinc.roo-cline", "Roo Code")
+KILO: Final = _adapter("kilo", "kilocode.kilo-code", "Kilo Code")

@@ -1,0 +1,142 @@
+"""A conversation being turned into events: what the adapters of row sources (SQLite
+databases, directory trees) and markdown histories share.
+
+``Turns`` holds one ``parse`` call's output and per-session chain (each event hangs off the
+previous one of its session); ``tool_call`` / ``tool_result`` classify tools the way the
+line adapters do (``toolkinds``): an edit, a test run, a failure, a rejection.  Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from helixd.adapters.fields import dump
+from helixd.adapters.toolkinds import (
+    describe_call,
+    edited_path,
+    is_test_command,
+    result_signals,
+    shell_command,
+    shorten,
+)
+from helixd.core.records import Event, Parsed, Role
+
+BODY_LIMIT: Final = 64 * 1024
+MAX_CHAINS: Final = 64  # sessions whose last event is remembered across reads
+MAX_PENDING_TOOLS: Final = 256
+
+
+class Turns:
+    """One ``parse`` call's records.  ``state`` carries ``prev`` (session uid -> last event
+    key) and ``pending`` (open tool call id -> tool name), both bounded."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.prev: dict[str, str] = dict(state.get("prev", {}))
+        self.pending: dict[str, str] = dict(state.get("pending", {}))
+        self.info: dict[str, Any] = {}
+        self.out = Parsed(consumed=0, state={})
+
+    def unknown(self, name: Any) -> None:
+        key = name if isinstance(name, str) else repr(name)
+        self.out.unknown_types[key] = self.out.unknown_types.get(key, 0) + 1
+
+    def state(self, **more: Any) -> dict[str, Any]:
+        while len(self.prev) > MAX_CHAINS:
+            self.prev.pop(next(iter(self.prev)))
+        while len(self.pending) > MAX_PENDING_TOOLS:
+            self.pending.pop(next(iter(self.pending)))
+        return {"prev": self.prev, "pending": self.pending, **more}
+
+    def emit(
+        self,
+        uid: str,
+        key: str,
+        kind: str,
+        at: tuple[int | None, int],
+        role: Role,
+        text: str,
+        **kw: Any,
+    ) -> Event:
+        """An event chained to the previous one of its session; ``at`` is ``(ts, offset)``.
+        Thinking goes to the payload, other text to the body."""
+        fields: dict[str, Any] = {"summary": shorten(text), "body": text[:BODY_LIMIT], **kw}
+        if kind == "thinking":
+            fields.update(body="", payload=text.encode("utf-8", "replace"))
+        ev = Event(uid, key, kind, at[0], at[1], parent_key=self.prev.get(uid), role=role, **fields)
+        self.out.events.append(ev)
+        self.prev.pop(uid, None)
+        self.prev[uid] = key  # (re)inserted last: the bound drops the oldest session
+        return ev
+
+    def derived(self, src: Event, suffix: str, kind: str, role: Role, text: str, **kw: Any) -> None:
+        """An event derived from ``src``: it hangs off it and does not move the chain."""
+        fields: dict[str, Any] = {
+            "payload": None,
+            "is_error": False,
+            "tokens": 0,
+            "status": None,
+            "tests": None,
+            "summary": shorten(text),
+            "body": text[:BODY_LIMIT],
+            **kw,
+        }
+        ev = replace(src, key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
+        self.out.events.append(replace(ev, **fields))
+
+    def tool_call(
+        self, uid: str, key: str, at: tuple[int | None, int], name: str, cid: str | None, args: Any
+    ) -> None:
+        if cid:
+            self.pending[cid] = name
+        command = shell_command(name, args)
+        src = self.emit(
+            uid,
+            key,
+            "tool_call",
+            at,
+            "assistant",
+            command or "",
+            summary=describe_call(name, args),
+            tool=name,
+            call_id=cid,
+            payload=dump(args) if args is not None else None,
+        )
+        path = edited_path(name, args)
+        if path is not None:
+            self.derived(src, "edit", "edit", "assistant", path)
+        if command is not None and is_test_command(command):
+            self.derived(src, "test", "test_run", "assistant", command)
+
+    def tool_result(
+        self,
+        uid: str,
+        key: str,
+        at: tuple[int | None, int],
+        cid: str | None,
+        text: str,
+        failed: bool,
+        *,
+        name: str | None = None,
+    ) -> None:
+        tool = (self.pending.pop(cid, None) if cid else None) or name or None
+        rejected = failed and "rejected" in text.lower()
+        done = self.emit(
+            uid,
+            key,
+            "tool_result",
+            at,
+            "tool",
+            text,
+            body="",
+            tool=tool,
+            call_id=cid,
+            is_error=failed,
+            payload=text.encode("utf-8", "replace") if text else None,
+            **result_signals(tool, text, failed=failed, rejected=rejected),
+        )
+        if rejected:
+            self.derived(done, "human", "human_intervention", "user", text)
+        elif failed:
+            self.derived(done, "error", "error", "tool", text or "tool failed", is_error=True)

@@ -1,0 +1,8 @@
+"""The project directories Helix knows (where its sessions ran), for the commands that look
+for agents' per-project files (``helixd.store.projects``)."""
+
+from __future__ import annotations
+
+from helixd.store.projects import MAX_PROJECTS, known_projects
+
+__all__ = ["MAX_PROJECTS", "known_projects"]

@@ -1,0 +1,95 @@
+"""Per-project files (Aider, Crush, legacy OpenCode) are found where known sessions ran:
+the ``cwd`` of every session in the store, a few ``stat`` calls each, never a crawl."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from helixd.adapters import REGISTRY, adapter_named
+from helixd.sources.discover import Discovery, agent_roots
+from helixd.sources.gate import Gate
+from tests.conftest import REPO, cli_env
+from tests.contract_helpers import FIXTURES
+
+
+class _Conf:
+    enabled = True
+    roots: list[Path] = []
+
+
+class _Settings:
+    def agent(self, name: str) -> _Conf:
+        return _Conf()
+
+
+def claude_session(home: Path, cwd: Path) -> None:
+    project = home / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": "11111111-1111-4111-8111-111111111111",
+        "cwd": str(cwd),
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    (project / "11111111-1111-4111-8111-111111111111.jsonl").write_bytes(orjson.dumps(line) + b"\n")
+
+
+def ingest(home: Path, db: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "ingest"],
+        env=cli_env(home, db),
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_files_in_a_directory_another_agent_ran_in_are_ingested(tmp_path: Path) -> None:
+    home, proj = tmp_path / "home", tmp_path / "work" / "proj"
+    proj.mkdir(parents=True)
+    shutil.copyfile(
+        FIXTURES / "aider" / "Aquaticat__Monochromatic" / ".aider.chat.history.md",
+        proj / ".aider.chat.history.md",
+    )
+    (proj / ".crush").mkdir()
+    shutil.copyfile(
+        FIXTURES / "crush" / "Starmel__OpenSuperWhisper" / ".crush" / "crush.db",
+        proj / ".crush" / "crush.db",
+    )
+    claude_session(home, proj)
+    db = tmp_path / "helix.db"
+    ingest(home, db)  # learns the cwd
+    ingest(home, db)  # looks there
+    con = sqlite3.connect(db)
+    agents = {a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions")}
+    con.close()
+    assert {"claude", "aider", "crush"} <= agents
+
+
+def test_a_project_directory_is_looked_at_not_walked(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    deep = proj / "sub" / "deeper"
+    deep.mkdir(parents=True)
+    (deep / ".aider.chat.history.md").write_text("# aider chat started at 2026-01-01 00:00:00\n")
+    (proj / ".aider.chat.history.md").write_text("# aider chat started at 2026-01-02 00:00:00\n")
+    pairs = agent_roots(_Settings(), [adapter_named("aider")], {}, tmp_path, [proj])
+    found = [s.path for s in Discovery(pairs)]
+    assert found == [str(proj / ".aider.chat.history.md")]  # the nested one is not found
+
+
+def test_project_directories_are_watched_without_recursion(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    pairs = agent_roots(_Settings(), REGISTRY, {}, tmp_path / "home", [proj])
+    watches = dict(Gate(pairs).watches())
+    assert watches[str(proj)] is False
+    assert watches[str(proj / ".crush")] is False and watches[str(proj / ".opencode")] is False
+    assert all(recursive for path, recursive in watches.items() if not path.startswith(str(proj)))
