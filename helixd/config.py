@@ -80,6 +80,10 @@ class RetentionSettings(_Section):
     # Stage 1 drops analyzed sessions' raw blocks (bulky bodies) and keeps their events;
     # only when that is not enough do whole sessions' events go (stage 2).
     stage_payloads_first: bool = True
+    # The age backstop takes a session's whole Tier 1 (raw blocks, events, its full-text
+    # index entries), as design spec §5.2 says; true keeps the events (and their text in the
+    # index) when stage_payloads_first is on, and drops only the raw blocks.
+    backstop_keeps_events: bool = False
 
 
 class ModelPrice(_Section):

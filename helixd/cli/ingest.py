@@ -1,5 +1,6 @@
-"""``helixctl ingest``: one sweep — read what is new in every transcript, rebuild the digests
-of the sessions that changed.  The first step (``helixd.ingest.plan``) finds out cheaply
+"""``helixctl ingest``: one sweep (design spec §8: discover → normalize → analyze → evict) —
+read what is new in every transcript, rebuild the digests of the sessions that changed, then
+run the retention pass (``--no-evict`` skips it).  The first step (``helixd.ingest.plan``) finds out cheaply
 whether there is anything to do; only then does the full ingest start (settings model, event
 loop, the store opened for writing)."""
 
@@ -41,11 +42,22 @@ from helixd.cli.common import (
     help="Scan this directory instead of the agent's configured roots (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--no-evict",
+    is_flag=True,
+    help="Skip the retention pass that ends a sweep (see `helixctl evict`).",
+)
 @click.pass_context
 def ingest(
-    ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...], as_json: bool
+    ctx: click.Context,
+    agents: tuple[str, ...],
+    roots: tuple[Path, ...],
+    as_json: bool,
+    no_evict: bool,
 ) -> None:
-    """Backfill every transcript once; a second run reads only what is new."""
+    """Backfill every transcript once; a second run reads only what is new.  The sweep ends
+    with the retention pass (`helixctl evict`) unless --no-evict; a sweep that found
+    nothing new changes nothing, so it skips the pass too."""
     from helixd.adapters import REGISTRY
     from helixd.ingest.plan import idle_summary, plan
     from helixd.sources.discover import agent_roots
@@ -64,7 +76,7 @@ def ingest(
     else:
         settings = load_settings(ctx)
         table = price_table(ctx, settings)
-        summary = asyncio.run(_ingest(settings, pairs, table))
+        summary = asyncio.run(_ingest(settings, pairs, table, evict=not no_evict))
     if as_json:
         echo_json(summary)
     else:
@@ -73,9 +85,12 @@ def ingest(
         print_summary(summary)
 
 
-async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]:
+async def _ingest(
+    settings: Any, pairs: list[Any], table: Any, *, evict: bool = True
+) -> dict[str, Any]:
     from helixd.adapters import REGISTRY
     from helixd.ingest import digest
+    from helixd.ingest.eviction import sweep_evict
     from helixd.ingest.pipeline import Ingestor, discover
     from helixd.store.database import now_ms
 
@@ -91,9 +106,11 @@ async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
         digests = await digest.analyze(store, changed, now_ms(), table=table)
-        await store.checkpoint()
         summary = stats.as_dict()
         summary["digests_built"] = digests
+        if evict:
+            summary["eviction"] = await sweep_evict(store, settings, table, now_ms())
+        await store.checkpoint()
         summary["stale_files"] = await store.stale_file_count({a.name: a.version for a in REGISTRY})
         summary["store"] = str(settings.store.db)
         summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})

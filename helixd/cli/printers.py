@@ -16,6 +16,10 @@ def print_summary(s: dict[str, Any]) -> None:
         f"secrets redacted {s['redactions']}, digests {s['digests_built']}, "
         f"{s['seconds']:.2f} s, {s['mb_per_s']:.1f} MB/s"
     )
+    if s.get("eviction"):
+        click.echo(describe_eviction(s["eviction"]))
+        for loss in s["eviction"].get("data_loss", []):
+            click.echo(f"warning: data loss: {loss['uid']} ({loss['bytes']:,} bytes)", err=True)
     if not s["roots"]:
         click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
     skipped = s.get("skipped") or {}
@@ -33,6 +37,22 @@ def print_summary(s: dict[str, Any]) -> None:
             " (the daemon does it by itself when idle)",
             err=True,
         )
+
+
+def describe_eviction(summary: dict[str, Any]) -> str:
+    """One line for a person: what the pass dropped, and the Tier 1 usage after it."""
+    applied = summary.get("applied", 0)
+    sessions = len({e["session_id"] for e in summary.get("evictions", [])})
+    head = (
+        f"retention: {sessions} sessions evicted, {summary.get('bytes_freed', 0) / 1e6:,.1f} MB"
+        " freed"
+        if applied
+        else "retention: nothing to evict"
+    )
+    return (
+        f"{head}; Tier 1 {summary['usage_after'] / 1e6:,.1f} MB"
+        f" (soft cap {summary['soft_cap'] / 1e6:,.0f} MB)"
+    )
 
 
 def by_reason(counts: dict[str, int]) -> str:
@@ -176,8 +196,10 @@ def print_status(doc: dict[str, Any]) -> None:
     lag = doc["ingest_lag"]
     click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
     r = doc["retention"]
+    index = st.get("tier1", {}).get("index_bytes", 0)
     click.echo(
-        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events, as `evict` counts)"
+        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events + full-text index"
+        f" {index / 1e6:,.1f} MB, as `evict` counts)"
         f" of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )

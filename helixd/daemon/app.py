@@ -441,8 +441,9 @@ class _Stop(Exception):
     """Leaves the TaskGroup so that its other tasks are cancelled."""
 
 
-async def run_once(settings: config.Settings) -> int:
-    """One full sweep: every file once, then the digests of what changed."""
+async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
+    """One full sweep (design spec §8): every file once, the digests of what changed, then
+    the retention pass (unless ``evict`` is false)."""
     store = await Store.open(settings.store.db)
     try:
         pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home())
@@ -460,8 +461,12 @@ async def run_once(settings: config.Settings) -> int:
             idle_ms,
             config.price_table(settings),
         )
+        evicted: dict[str, Any] = {}
+        if evict:
+            done = await eviction.sweep_evict(store, settings, config.price_table(settings), now)
+            evicted = {"evicted_bytes": done.get("bytes_freed", 0), "tier1": done["usage_after"]}
         await store.checkpoint()
-        log.info("sweep_done", digests=built, **stats.as_dict())
+        log.info("sweep_done", digests=built, **evicted, **stats.as_dict())
     finally:
         await store.close()
     return 0
@@ -469,7 +474,10 @@ async def run_once(settings: config.Settings) -> int:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helixd")
-@click.option("--once", is_flag=True, help="Do one full sweep (ingest + digests) and exit.")
+@click.option(
+    "--once", is_flag=True, help="Do one full sweep (ingest, digests, retention) and exit."
+)
+@click.option("--no-evict", is_flag=True, help="With --once: skip the retention pass.")
 @click.option(
     "--config",
     "config_path",
@@ -477,7 +485,7 @@ async def run_once(settings: config.Settings) -> int:
     default=None,
     help="TOML config file.",
 )
-def main(once: bool, config_path: Path | None) -> None:
+def main(once: bool, no_evict: bool, config_path: Path | None) -> None:
     """Watch the agents' log directories and keep the Helix store up to date."""
     try:
         settings = config.load(config_path)
@@ -495,7 +503,7 @@ def main(once: bool, config_path: Path | None) -> None:
         sys.exit(1)
     try:
         if once:
-            code = asyncio.run(run_once(settings))
+            code = asyncio.run(run_once(settings, evict=not no_evict))
         else:
             code = asyncio.run(Daemon(settings, config_path).run())
     finally:

@@ -467,4 +467,14 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+    (
+        "m009_evicted_index",
+        """
+        -- Eviction takes a session's full-text index entries with its events (design spec
+        -- §9).  Sessions evicted before that have no event rows left to delete their entries
+        -- by text: their documents go, so no search reaches them.
+        DELETE FROM search_docs
+            WHERE session_id IN (SELECT id FROM sessions WHERE evict_stage >= 2);
+        """,
+    ),
 )

@@ -203,8 +203,13 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     summary["evictions"] = {"count": n, "bytes": b, "last_at": at}
     # The raw tier as the retention pass counts it (raw blocks + events): status and evict
     # compare the same number with the budgets.
-    raw, events = tier1_bytes(con)
-    summary["tier1"] = {"raw_blocks_bytes": raw, "events_bytes": events, "bytes": raw + events}
+    raw, events, index = tier1_bytes(con)
+    summary["tier1"] = {
+        "raw_blocks_bytes": raw,
+        "events_bytes": events,
+        "index_bytes": index,
+        "bytes": raw + events + index,
+    }
     tracked = con.execute("SELECT path, offset, gone_at FROM files").fetchall()
     return {"summary": summary, "files": [tuple(f) for f in tracked]}
 
