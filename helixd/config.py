@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import ConfigError, _closest, check_keys, parse_bytes
+from helixd.readconfig import ConfigError, _closest, check_keys, parse_bytes, spec_aliases
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
@@ -133,11 +133,18 @@ class Settings(BaseSettings):
             init_settings,
             _StoreDbEnv(settings_cls),
             env_settings,
-            TomlConfigSettingsSource(settings_cls),
+            _ConfigFile(settings_cls),
         )
 
     def agent(self, name: str) -> AgentSettings:
         return self.agents.get(name, AgentSettings())
+
+
+class _ConfigFile(TomlConfigSettingsSource):
+    """The TOML file, with the design spec's key names read as Helix's (``spec_aliases``)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return spec_aliases(_read_toml(Path(file_path)), Path(file_path))
 
 
 class _StoreDbEnv(PydanticBaseSettingsSource):
@@ -156,7 +163,7 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
     path = config_path_in_use(config)
     if (config is not None or "HELIX_CONFIG" in os.environ) and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    doc = _read_toml(path)
+    doc = spec_aliases(_read_toml(path), path)  # the design spec's names read as ours
     check_keys(doc, path)  # a typo: the key, its section and the closest valid key
     bound = type(
         "BoundSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}}

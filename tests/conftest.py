@@ -67,8 +67,8 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
         XDG_DATA_HOME=str(home / ".local/share"),
         HELIX_STATE_DIR=str(home / ".local/state/helix"),
         HELIX_SOCKET=str(short_socket(db)),
-        **extra,
     )
+    env.update(extra)
     return env
 
 

@@ -424,3 +424,56 @@ def test_stage_one_keeps_the_text_searchable(db: Path, cli: Cli) -> None:
     hits = orjson.loads(cli("search", word, "--json").stdout)
     assert hits and {h["session_uid"] for h in hits} >= {uid}
     assert _vocab(db, word) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("-m", "helixd.cli.main", "ingest", "--json"),
+        ("-m", "helixd.daemon.app", "--once"),
+    ],
+)
+def test_a_one_shot_sweep_ends_with_the_retention_pass(
+    template: tuple[Path, Path], tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """Design spec §8: a sweep is discover → normalize → analyze → evict, so a cron user's
+    store is bounded; `--no-evict` skips the pass."""
+    home, _ = template
+
+    def sweep(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *argv, *extra],
+            env=cli_env(home, db, **AGED),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            check=True,
+        )
+
+    kept = tmp_path / "kept.db"
+    sweep(kept, "--no-evict")
+    assert q(kept, "SELECT count(*) FROM sessions WHERE evicted_at IS NOT NULL") == [(0,)]
+    swept = tmp_path / "swept.db"
+    out = sweep(swept)
+    evicted = q(swept, "SELECT count(*) FROM sessions WHERE evict_stage = 2")[0][0]
+    assert evicted >= 20  # the fixtures are older than the 45-day backstop
+    assert q(swept, "SELECT count(*) FROM evictions WHERE pass = 'backstop'")[0][0] == evicted
+    if "--json" in argv:
+        summary = orjson.loads(out.stdout)["eviction"]
+        assert summary["applied"] == evicted and summary["bytes_freed"] > 0
+    assert q(swept, "SELECT count(*) FROM digests") == q(kept, "SELECT count(*) FROM digests")
+
+
+def test_the_sweep_summary_says_what_the_pass_did(template: tuple[Path, Path], tmp_path: Path) -> None:
+    home, _ = template
+    out = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "ingest"],
+        env=cli_env(home, tmp_path / "h.db", **AGED),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=True,
+    )
+    assert re.search(r"retention: \d+ sessions evicted, [\d.,]+ MB freed; Tier 1", out.stdout)

@@ -109,6 +109,9 @@ async def _ingest(
         summary = stats.as_dict()
         summary["digests_built"] = digests
         if evict:
+            from helixd import logs
+
+            logs.configure("warning")  # data-loss warnings on stderr; the rest is the summary
             summary["eviction"] = await sweep_evict(store, settings, table, now_ms())
         await store.checkpoint()
         summary["stale_files"] = await store.stale_file_count({a.name: a.version for a in REGISTRY})
