@@ -9,11 +9,12 @@ or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment wit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -86,6 +87,28 @@ class RetentionSettings(_Section):
     backstop_keeps_events: bool = False
 
 
+class RepoSettings(_Section):
+    """How a session's project is named (design spec §4.1; ``helixd.core.attribution``)."""
+
+    # repo ("name" or "owner/name") -> domain; unmapped: the remote's owner, else the default
+    domains: dict[str, str] = Field(default_factory=dict)
+    default_domain: str = "local"
+    # regular expressions for task references (the `ref` group, else the whole match), tried
+    # on the branch name, the first prompt, the commit messages; empty: the built-in ones
+    task_ref_patterns: list[str] = Field(default_factory=list)
+    resolve_git: bool = True  # read the working directory's .git (worktrees, the remote)
+
+    @field_validator("task_ref_patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {p!r} ({exc})") from None
+        return patterns
+
+
 class ModelPrice(_Section):
     """USD per million tokens; a field left out keeps the bundled table's value for that
     model (0 for a model the table does not know)."""
@@ -119,6 +142,7 @@ class Settings(BaseSettings):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     prices: PriceSettings = Field(default_factory=PriceSettings)
+    repos: RepoSettings = Field(default_factory=RepoSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -129,12 +153,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (
-            init_settings,
-            _StoreDbEnv(settings_cls),
-            env_settings,
-            _ConfigFile(settings_cls),
-        )
+        return (init_settings, _StoreDbEnv(settings_cls), env_settings, _ConfigFile(settings_cls))
 
     def agent(self, name: str) -> AgentSettings:
         return self.agents.get(name, AgentSettings())

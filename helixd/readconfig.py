@@ -83,6 +83,7 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
     ),
     "agents": frozenset(),  # a table per agent: AGENT_KEYS
     "prices": frozenset({"table", "models"}),
+    "repos": frozenset({"domains", "default_domain", "task_ref_patterns", "resolve_git"}),
 }
 AGENT_KEYS: Final = frozenset({"enabled", "roots"})
 _TRUE: Final = frozenset({"1", "true", "yes", "on", "y", "t"})

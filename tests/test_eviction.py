@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -13,8 +14,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import re
 
 import orjson
 import pytest
@@ -400,7 +399,9 @@ def test_eviction_takes_the_index_entries_with_the_events(db: Path, cli: Cli) ->
     status = orjson.loads(cli("status", "--json").stdout)
     tier1 = status["store"]["tier1"]
     assert tier1["index_bytes"] > 0
-    assert tier1["bytes"] == tier1["raw_blocks_bytes"] + tier1["events_bytes"] + tier1["index_bytes"]
+    assert (
+        tier1["bytes"] == tier1["raw_blocks_bytes"] + tier1["events_bytes"] + tier1["index_bytes"]
+    )
     plan = orjson.loads(cli("evict", "--dry-run", "--json").stdout)
     assert plan["index_bytes_before"] == tier1["index_bytes"]
     assert plan["usage_before"] == status["retention"]["raw_bytes"]
@@ -427,11 +428,7 @@ def test_stage_one_keeps_the_text_searchable(db: Path, cli: Cli) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv",
-    [
-        ("-m", "helixd.cli.main", "ingest", "--json"),
-        ("-m", "helixd.daemon.app", "--once"),
-    ],
+    "argv", [("-m", "helixd.cli.main", "ingest", "--json"), ("-m", "helixd.daemon.app", "--once")]
 )
 def test_a_one_shot_sweep_ends_with_the_retention_pass(
     template: tuple[Path, Path], tmp_path: Path, argv: tuple[str, ...]
@@ -465,7 +462,9 @@ def test_a_one_shot_sweep_ends_with_the_retention_pass(
     assert q(swept, "SELECT count(*) FROM digests") == q(kept, "SELECT count(*) FROM digests")
 
 
-def test_the_sweep_summary_says_what_the_pass_did(template: tuple[Path, Path], tmp_path: Path) -> None:
+def test_the_sweep_summary_says_what_the_pass_did(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
     home, _ = template
     out = subprocess.run(
         [sys.executable, "-m", "helixd.cli.main", "ingest"],

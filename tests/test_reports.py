@@ -579,7 +579,9 @@ def test_format_ccusage_is_ccusage_20s_unified_json(both_db: Path) -> None:
 
 def _tool_use(sid: str, ts: str, mid: str, name: str, args: dict[str, Any], cwd: str) -> str:
     doc = json.loads(_assistant(sid, ts, mid, f"r-{mid}", 1, cwd))
-    doc["message"]["content"] = [{"type": "tool_use", "id": f"t-{mid}", "name": name, "input": args}]
+    doc["message"]["content"] = [
+        {"type": "tool_use", "id": f"t-{mid}", "name": name, "input": args}
+    ]
     return json.dumps(doc)
 
 
@@ -612,8 +614,14 @@ def test_every_phase_is_reported_with_turns_activity_and_the_files_read(tmp_path
                 _assistant("s1", day + "10:05:00Z", "a1", "r1", 10, cwd),
                 _tool_use("s1", day + "10:06:00Z", "b1", "Bash", {"command": "pytest -q"}, cwd),
                 _tool_result("s1", day + "10:06:05Z", "b1", cwd),
-                _tool_use("s1", day + "12:10:00Z", "e1", "Edit",
-                          {"file_path": f"{cwd}/a.py", "old_string": "x", "new_string": "y"}, cwd),  # fmt: skip
+                _tool_use(
+                    "s1",
+                    day + "12:10:00Z",
+                    "e1",
+                    "Edit",
+                    {"file_path": f"{cwd}/a.py", "old_string": "x", "new_string": "y"},
+                    cwd,
+                ),  # fmt: skip
                 _tool_result("s1", day + "12:10:01Z", "e1", cwd),
             ]
         )
@@ -655,8 +663,6 @@ def test_every_phase_is_reported_with_turns_activity_and_the_files_read(tmp_path
 def test_attribute_reports_a_phase_without_usage_as_zeros() -> None:
     recs = [(t, "m", 1, 0, 0, 0, 0, 0, 1) for t in (12, 35)]
     doc = attribute(recs, [(10, "a"), (20, "b"), (30, "c")], {}, [(25, "bash", "ls")])
-    assert [(p["phase"], p["inputTokens"], p["turns"], p["bash_commands"]) for p in doc["phases"]] == [
-        ("a", 1, 1, 0),
-        ("b", 0, 0, 1),
-        ("c", 1, 1, 0),
-    ]
+    assert [
+        (p["phase"], p["inputTokens"], p["turns"], p["bash_commands"]) for p in doc["phases"]
+    ] == [("a", 1, 1, 0), ("b", 0, 0, 1), ("c", 1, 1, 0)]

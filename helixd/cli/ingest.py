@@ -1,8 +1,8 @@
 """``helixctl ingest``: one sweep (design spec §8: discover → normalize → analyze → evict) —
 read what is new in every transcript, rebuild the digests of the sessions that changed, then
-run the retention pass (``--no-evict`` skips it).  The first step (``helixd.ingest.plan``) finds out cheaply
-whether there is anything to do; only then does the full ingest start (settings model, event
-loop, the store opened for writing)."""
+run the retention pass (``--no-evict`` skips it).  The first step (``helixd.ingest.plan``)
+finds out cheaply whether there is anything to do; only then does the full ingest start
+(settings model, event loop, the store opened for writing)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from helixd.cli.common import (
     check_agents,
     echo_json,
     load_settings,
+    naming,
     open_store,
     price_table,
     read_settings,
@@ -105,7 +106,9 @@ async def _ingest(
         with _Progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
-        digests = await digest.analyze(store, changed, now_ms(), table=table)
+        digests = await digest.analyze(
+            store, changed, now_ms(), table=table, naming=naming(settings)
+        )
         summary = stats.as_dict()
         summary["digests_built"] = digests
         if evict:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from helixd.cli.common import EXIT_STORE, echo_json, load_settings, open_store, price_table
+from helixd.cli.common import EXIT_STORE, echo_json, load_settings, naming, open_store, price_table
 
 
 @click.command()
@@ -45,7 +45,12 @@ async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
     async def analyze_now() -> int:
         now = now_ms()
         return await digest.analyze(
-            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            table,
+            naming(settings),
         )
 
     try:

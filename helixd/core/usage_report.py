@@ -345,9 +345,9 @@ def attribute(
         for i in sorted(shown)
         if ordered
     ]
-    doc = {"total": _entry(total, prices), "phases": phases}
-    doc["total"]["turns"] = sum(c[COUNTERS.index("responses")] for c in total.values())
-    return doc
+    overall = _entry(total, prices)
+    overall["turns"] = sum(c[COUNTERS.index("responses")] for c in total.values())
+    return {"total": overall, "phases": phases}
 
 
 def _activity(acts: Mapping[str, list[str]]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
 from helixd.core import protocol
+from helixd.core.attribution import Naming
 from helixd.daemon.control import Control
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
@@ -225,7 +226,9 @@ class Daemon:
         idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
         ids = await self.store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(self.store, ids, now, idle_ms, self.prices)
+        return await digest.analyze(
+            self.store, ids, now, idle_ms, self.prices, Naming.from_settings(self.settings.repos)
+        )
 
     async def _request(self, req: protocol.Request) -> dict[str, Any]:
         """One control-socket request (see ``docs/socket-protocol.md``)."""
@@ -460,6 +463,7 @@ async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
             now,
             idle_ms,
             config.price_table(settings),
+            Naming.from_settings(settings.repos),
         )
         evicted: dict[str, Any] = {}
         if evict:

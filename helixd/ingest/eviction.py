@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from helixd.core.attribution import Naming
 from helixd.core.retention import Plan, Policy, select_evictions
 from helixd.ingest import digest
 
@@ -100,8 +101,8 @@ async def evict_pass(
     summary["applied"] = len(done)
     summary["bytes_freed"] = sum(e.bytes for e in done)
     summary["usage_after"] = plan.usage_before - summary["bytes_freed"]
-    summary["index_bytes_after"] = (await store.retention_usage())["index_bytes"] if done else (
-        summary["index_bytes_before"]
+    summary["index_bytes_after"] = (
+        (await store.retention_usage())["index_bytes"] if done else (summary["index_bytes_before"])
     )
     summary["vacuum"] = await store.shrink() if done else None
     summary["file_bytes_after"] = store.file_bytes()
@@ -128,8 +129,12 @@ async def sweep_evict(store: Store, settings: Any, table: Any, now: int) -> dict
 
     async def analyze_now() -> int:
         return await digest.analyze(
-            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            table,
+            Naming.from_settings(settings.repos),
         )
 
     return await evict_pass(store, settings.retention, now, analyze_now)
-

@@ -123,9 +123,7 @@ def tokens(
     """Usage of every session of ``repo`` in ``[since, until)``: the sessions, their files,
     totals, and per phase when ``transitions`` (``(ms, phase)``, in order) are given."""
     records, sessions = queries.usage_records(con, since, until, repo, agents)
-    activity, files = queries.activity_records(
-        con, since, until, repo, agents, sorted(SHELL_TOOLS)
-    )
+    activity, files = queries.activity_records(con, since, until, repo, agents, sorted(SHELL_TOOLS))
     doc = attribute(records, list(transitions), prices, activity)
     for p in doc["phases"]:
         p["start"], p["end"] = iso(p["start"]), iso(p["end"])

@@ -23,7 +23,7 @@ import aiosqlite
 
 from helixd import filemodes
 from helixd.core.signals import Signals
-from helixd.store import evict, facts, queries, reader, renorm, replay_write, writer
+from helixd.store import attribution, evict, facts, queries, reader, renorm, replay_write, writer
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
 
@@ -265,6 +265,21 @@ class Store:
         return await self.run(
             replay_write.replay, self._writer, session_ids, expect, batches, now_ms()
         )
+
+    # -- attribution (helixd.store.attribution) --------------------------------------------
+    async def attribution_inputs(
+        self, session_ids: Sequence[int]
+    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[str, str | None]]]:
+        """``(id, cwd, git_branch)`` of these sessions, and the roots resolved so far."""
+
+        def read(con: Any) -> tuple[list[tuple[Any, ...]], dict[str, tuple[str, str | None]]]:
+            return attribution.session_inputs(con, session_ids), attribution.known_roots(con)
+
+        return await self.run(read, self.db._conn)
+
+    async def save_attribution(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``(id, repo, repo_root, domain, task_ref)`` per session."""
+        await self.run(attribution.save, self.db._conn, list(rows))
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:

@@ -477,4 +477,17 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             WHERE session_id IN (SELECT id FROM sessions WHERE evict_stage >= 2);
         """,
     ),
+    (
+        "m010_attribution",
+        f"""
+        -- Design spec §4.1: the repo resolved through git (a worktree's main worktree,
+        -- the remote), the domain and the task reference, set by the analyze pass; every
+        -- session is analyzed again to fill them (digest schema 3).
+        ALTER TABLE sessions ADD COLUMN repo_root TEXT;
+        ALTER TABLE sessions ADD COLUMN domain TEXT;
+        ALTER TABLE sessions ADD COLUMN task_ref TEXT;
+        UPDATE sessions SET changed_at = max(coalesce(changed_at, 0), {_NOW_MS})
+            WHERE evict_stage < 2 AND analyzed_at IS NOT NULL;
+        """,
+    ),
 )

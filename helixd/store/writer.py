@@ -145,7 +145,7 @@ VALUES (:uid, :agent, :native_id, :parent_uid, :cwd, :repo, :git_branch, :model,
 ON CONFLICT (uid) DO UPDATE SET
     parent_uid = coalesce(excluded.parent_uid, parent_uid),
     cwd = coalesce(excluded.cwd, cwd),
-    repo = coalesce(excluded.repo, repo),
+    repo = CASE WHEN repo_root IS NULL THEN coalesce(excluded.repo, repo) ELSE repo END,
     git_branch = coalesce(excluded.git_branch, git_branch),
     model = coalesce(excluded.model, model),
     title = coalesce(excluded.title, title),
