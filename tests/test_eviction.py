@@ -319,6 +319,18 @@ def test_the_infra_share_is_the_mcp_share_of_tool_calls(tmp_path: Path) -> None:
     assert export_lines({**digest, "tool_histogram": {}}, tmp_path / "x.db")[4].endswith("=0.0")
 
 
+def test_the_infra_share_counts_the_agents_plumbing_too(tmp_path: Path) -> None:
+    """Spec §11.1: the infra bucket is MCP and plumbing (plans, to-do lists, tool discovery,
+    background-shell polling), not only ``mcp__*`` tools."""
+    digest = {
+        "session_uid": "claude:x",
+        "cost": {},
+        "tool_histogram": {"Bash": 4, "Edit": 2, "TodoWrite": 2, "mcp__gh__issue": 1,
+                           "ToolSearch": 1, "update_plan": 0},
+    }  # fmt: skip
+    assert "export HELIX_INFRA_OVERHEAD_SHARE=0.4" in export_lines(digest, tmp_path / "x.db")
+
+
 def test_lookup_reads_the_store_named_by_helix_store_db(
     template: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -476,3 +488,21 @@ def test_the_sweep_summary_says_what_the_pass_did(
         check=True,
     )
     assert re.search(r"retention: \d+ sessions evicted, [\d.,]+ MB freed; Tier 1", out.stdout)
+
+
+async def test_get_digest_by_uid_async_and_sync(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spec §11.2: ``Store.get_digest(session_uid)`` and the read-only sync call for
+    consumers holding only ``HELIX_STORE_DB`` give the digest the analyze pass wrote."""
+    from helixd.query.digests import get_digest
+
+    uid, raw = q(db, "SELECT s.uid, d.json FROM sessions s JOIN digests d ON d.session_id = s.id")[
+        0
+    ]
+    async with await Store.open(db) as store:
+        assert await store.get_digest(uid) == orjson.loads(raw)
+        assert await store.get_digest("claude:no-such") is None
+        assert await store.get_digest(uid[:12]) is None  # a uid, not a prefix
+    assert get_digest(uid, db) == orjson.loads(raw)
+    assert isinstance(orjson.loads(raw)["domain"], str)
+    monkeypatch.setenv("HELIX_STORE_DB", str(db))
+    assert get_digest(uid) == orjson.loads(raw)

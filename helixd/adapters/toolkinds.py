@@ -30,6 +30,41 @@ SHELL_TOOLS: Final = frozenset(
     }
 )
 
+# The infra bucket of spec §11.1 (``HELIX_INFRA_OVERHEAD_SHARE``): calls that serve the agent's
+# own plumbing rather than the task — MCP tools (``mcp__*``), and the agents' bookkeeping
+# tools: plans and to-do lists, tool and MCP-resource discovery, background-shell handling,
+# memory.
+MCP_PREFIX: Final = "mcp__"
+INFRA_TOOLS: Final = frozenset(
+    {
+        # Claude Code
+        "TodoWrite",
+        "TodoRead",
+        "ToolSearch",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "BashOutput",
+        "TaskOutput",
+        "KillShell",
+        "KillBash",
+        # Codex
+        "update_plan",
+        "list_mcp_resources",
+        "list_mcp_resource_templates",
+        "read_mcp_resource",
+        # Gemini CLI
+        "write_todos",
+        "save_memory",
+    }
+)
+
+
+def is_infra_tool(name: str) -> bool:
+    return name.startswith(MCP_PREFIX) or name in INFRA_TOOLS
+
+
 _TEST_COMMAND = re.compile(
     r"(?:^|[\s;&|(/])(?:"
     r"pytest|py\.test|python3? -m (?:pytest|unittest)|tox|nox"

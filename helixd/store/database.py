@@ -266,6 +266,17 @@ class Store:
             replay_write.replay, self._writer, session_ids, expect, batches, now_ms()
         )
 
+    async def get_digest(self, session_uid: str) -> dict[str, Any] | None:
+        """The digest of the session ``session_uid`` (``<flavor>:<native id>``, exactly) as
+        the analyze pass wrote it (design spec §11.2; fields in ``docs/api-python.md``), or
+        None when there is no such session or no digest yet."""
+        import orjson
+
+        from helixd.store.session_queries import digest_of_uid
+
+        raw = await self.run(digest_of_uid, self.db._conn, session_uid)
+        return None if raw is None else dict(orjson.loads(raw))
+
     # -- attribution (helixd.store.attribution) --------------------------------------------
     async def attribution_inputs(
         self, session_ids: Sequence[int]

@@ -131,6 +131,15 @@ def digest_json(con: sqlite3.Connection, session_id: int) -> bytes | None:
     return None if row is None else bytes(row[0]) if isinstance(row[0], bytes) else row[0].encode()
 
 
+def digest_of_uid(con: sqlite3.Connection, uid: str) -> bytes | None:
+    """The digest JSON of the session whose uid is exactly ``uid`` (spec §11.2)."""
+    row = con.execute(
+        "SELECT d.json FROM digests d JOIN sessions s ON s.id = d.session_id WHERE s.uid = ?",
+        (uid,),
+    ).fetchone()
+    return None if row is None else bytes(row[0]) if isinstance(row[0], bytes) else row[0].encode()
+
+
 def children(con: sqlite3.Connection, uid: str) -> list[dict[str, Any]]:
     """Sessions whose parent is ``uid`` (subagents, forks), oldest first."""
     rows = con.execute(
