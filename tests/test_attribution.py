@@ -255,3 +255,109 @@ def test_sessions_in_worktrees_and_subdirectories_are_one_repo(
     finally:
         con.close()
     assert "tok3n" not in dump
+
+
+def test_sessions_and_commits_are_correlated(tmp_path: Path) -> None:
+    """code-o11y: a `git commit` run in a shell tool call is in the digest's `commits` and
+    shown by `lookup`; Codex's recorded `git.commit_hash` is the session's `git_commit`."""
+    home = tmp_path / "home"
+    root = home / ".claude" / "projects" / "p"
+    root.mkdir(parents=True)
+    cwd = tmp_path / "gone-project"
+    sid = "s-commit"
+    call = {
+        "type": "assistant",
+        "uuid": "c1",
+        "parentUuid": f"{sid}-user",
+        "sessionId": sid,
+        "timestamp": "2026-01-05T10:01:00Z",
+        "cwd": str(cwd),
+        "requestId": "r-c1",
+        "message": {
+            "id": "m-c1",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Bash",
+                    "input": {"command": 'git add -A && git commit -m "Fix PAY-88: rounding"'},
+                }
+            ],
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    }
+    result = {
+        "type": "user",
+        "uuid": "c2",
+        "parentUuid": "c1",
+        "sessionId": sid,
+        "timestamp": "2026-01-05T10:01:02Z",
+        "cwd": str(cwd),
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "[main 1a2b3c4]"}],
+        },
+    }
+    lines = [
+        _line(sid, "2026-01-05T10:00:00Z", cwd, "main", "user", "round the totals"),
+        call,
+        result,
+    ]
+    (root / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    codex = home / ".codex" / "sessions" / "2026" / "02" / "23"
+    codex.mkdir(parents=True)
+    native = "019c8a70-dda7-7f33-98ea-f30553347322"
+    meta = {
+        "timestamp": "2026-02-23T12:19:53.000Z",
+        "type": "session_meta",
+        "payload": {
+            "id": native,
+            "timestamp": "2026-02-23T12:19:53.000Z",
+            "cwd": "/w/gone",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.50.0",
+            "git": {"commit_hash": "86B4A8D9581D", "branch": "main", "repository_url": "x"},
+        },
+    }
+    prompt = {
+        "timestamp": "2026-02-23T12:19:54.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hello"}],
+        },
+    }
+    name = f"rollout-2026-02-23T12-19-53-{native}.jsonl"
+    (codex / name).write_text(json.dumps(meta) + "\n" + json.dumps(prompt) + "\n")
+    db = tmp_path / "helix.db"
+    env = cli_env(home, db)
+
+    def helixctl(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "helixd.cli.main", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    helixctl("ingest", "--json")
+    d = orjson.loads(helixctl("lookup", f"claude:{sid}", "--json"))
+    assert d["commits"] == [
+        {"seq": d["commits"][0]["seq"], "ts": "2026-01-05T10:01:00.000Z", "status": "success",
+         "message": "Fix PAY-88: rounding"}
+    ]  # fmt: skip
+    assert d["task_ref"] == "PAY-88"  # from the commit message: the branch and prompt hold none
+    assert (d["repo"], d["domain"]) == ("gone-project", "local")
+    shown = helixctl("lookup", f"claude:{sid}")
+    assert "commit 2026-01-05T10:01:00.000Z [success]: Fix PAY-88: rounding" in shown
+    assert "task PAY-88" in shown and "domain local" in shown
+    c = orjson.loads(helixctl("lookup", f"codex:{native}", "--json"))
+    assert c["git_commit"] == "86b4a8d9581d"
+    assert "started at commit 86b4a8d9581d" in helixctl("lookup", f"codex:{native}")

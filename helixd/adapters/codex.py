@@ -51,7 +51,10 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import in_window, record_type
 
 NAME: Final = "codex"
-VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
+# 2: tool results carry a status and the test counts of their output; 3: the session's
+# git.commit_hash (code-o11y)
+VERSION: Final = 3
+_COMMIT_HASH: Final = re.compile(r"[0-9a-fA-F]{7,64}")
 REPLAY_GAP_MS: Final = 1_000
 IGNORED_TYPES: Final = frozenset({"", "world_state", "inter_agent_communication_metadata"})
 BARE_ITEMS: Final = frozenset(
@@ -340,9 +343,13 @@ class _FileParse(ItemMapper):
         for src, dst in (("cli_version", "version"), ("cwd", "cwd"), ("model", "model")):
             if isinstance(p.get(src), str) and p[src]:
                 self.info[dst] = p[src]
-        branch = get_dict(p, "git").get("branch")
+        git = get_dict(p, "git")
+        branch = git.get("branch")
         if isinstance(branch, str) and branch:
             self.info["git_branch"] = branch
+        commit = git.get("commit_hash")
+        if isinstance(commit, str) and _COMMIT_HASH.fullmatch(commit):
+            self.info["git_commit"] = commit.lower()
         if "model" in self.info:
             self.st["model"] = self.info["model"]
         what = " ".join(str(p.get(k)) for k in ("originator", "cli_version") if p.get(k))

@@ -98,6 +98,7 @@ def print_digest(d: dict[str, Any]) -> None:
         )
     if d.get("parent_uid"):
         lines.append(f"  parent {d['parent_uid']}")
+    lines.extend(project_lines(d))
     tools = ", ".join(
         f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(), key=lambda kv: -kv[1])[:8]
     )
@@ -116,6 +117,26 @@ def print_digest(d: dict[str, Any]) -> None:
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
+
+
+def project_lines(d: dict[str, Any]) -> list[str]:
+    """Where the session worked (spec §4.1) and the commits it is tied to (code-o11y)."""
+    out = []
+    where = [f"domain {d['domain']}"] if d.get("domain") else []
+    if d.get("repo_root"):
+        where.append(f"repo at {d['repo_root']}")
+    if d.get("git_branch"):
+        where.append(f"branch {d['git_branch']}")
+    if d.get("task_ref"):
+        where.append(f"task {d['task_ref']}")
+    if where:
+        out.append("  " + ", ".join(where))
+    if d.get("git_commit"):
+        out.append(f"  started at commit {d['git_commit']}")
+    for c in (d.get("commits") or [])[:10]:
+        message = " ".join((c.get("message") or "(no message inline)").split())[:100]
+        out.append(f"  commit {c['ts'] or '?'} [{c['status']}]: {message}")
+    return out
 
 
 def signal_lines(d: dict[str, Any]) -> list[str]:

@@ -211,6 +211,7 @@ def build(
         "task_ref": s.get("task_ref"),
         "cwd": s["cwd"],
         "git_branch": s["git_branch"],
+        "git_commit": s.get("git_commit"),
         "title": s["title"],
         "model": s["model"],
         "models": sorted(m for m in facts["usage_by_model"] if m),
