@@ -487,7 +487,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         ALTER TABLE sessions ADD COLUMN domain TEXT;
         ALTER TABLE sessions ADD COLUMN task_ref TEXT;
         -- code-o11y: the commit checked out when the session started, where the agent
-        -- records it (Codex session_meta git.commit_hash)
+        -- records it (a session header's git commit hash)
         ALTER TABLE sessions ADD COLUMN git_commit TEXT;
         UPDATE sessions SET changed_at = max(coalesce(changed_at, 0), {_NOW_MS})
             WHERE evict_stage < 2 AND analyzed_at IS NOT NULL;
