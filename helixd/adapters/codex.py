@@ -52,7 +52,7 @@ from helixd.core.values import in_window, record_type
 
 NAME: Final = "codex"
 # 2: tool results carry a status and the test counts of their output; 3: the session's
-# git.commit_hash (code-o11y)
+# git.commit_hash (code-o11y), retry events, a turn's output tokens on its completion event
 VERSION: Final = 3
 _COMMIT_HASH: Final = re.compile(r"[0-9a-fA-F]{7,64}")
 REPLAY_GAP_MS: Final = 1_000
@@ -167,6 +167,7 @@ class _FileParse(ItemMapper):
         lines_removed: int = 0,
         status: str | None = None,
         tests: tuple[str, int, int, int] | None = None,
+        tokens: int = 0,
     ) -> str:
         if not self.base_key:
             digest = f"{zlib.crc32(self.raw):08x}{len(self.raw):x}"
@@ -192,6 +193,7 @@ class _FileParse(ItemMapper):
                 lines_removed=lines_removed,
                 status=status,
                 tests=tests,
+                tokens=tokens,
                 # Reasoning text is indexed for search only (the row keeps its size).
                 search_text=payload[:65536].decode("utf-8", "replace")
                 if kind == "thinking" and payload

@@ -249,3 +249,29 @@ def _counts(text: str) -> TestCounts | None:
     if found is None or not bounded(found.passed, found.failed, found.skipped):
         return None
     return found
+
+
+RETRY_CALLS: Final = 64  # calls awaiting their result kept in an adapter's state
+
+
+def retry_of(state: dict[str, Any], call_id: str | None, tool: str, summary: str) -> bool:
+    """Whether a tool call repeats the call whose result just failed (same tool, same
+    summary: the command or path), as ``helixd.core.signals`` finds retries; notes the
+    call so its result can be told.  ``state`` is the adapter's per-file state (a dict of
+    JSON values: ``retry_failed``, ``retry_calls``)."""
+    failed = state.pop("retry_failed", None)
+    if call_id:
+        calls: dict[str, list[str]] = state.setdefault("retry_calls", {})
+        calls[call_id] = [tool, summary]
+        while len(calls) > RETRY_CALLS:
+            calls.pop(next(iter(calls)))
+    state["retry_last"] = [tool, summary]
+    return bool(failed == [tool, summary])
+
+
+def result_failed(state: dict[str, Any], call_id: str | None, failed: bool) -> None:
+    """A tool result: when it failed, the next call repeating its call is a retry."""
+    calls: dict[str, list[str]] = state.get("retry_calls", {})
+    call = calls.pop(call_id, None) if call_id else None
+    if failed:
+        state["retry_failed"] = call or state.get("retry_last")
