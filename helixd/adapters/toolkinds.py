@@ -275,3 +275,30 @@ def result_failed(state: dict[str, Any], call_id: str | None, failed: bool) -> N
     call = calls.pop(call_id, None) if call_id else None
     if failed:
         state["retry_failed"] = call or state.get("retry_last")
+
+
+# Hook payloads that report a tool call that ran (Claude Code ``PostToolUse``, Gemini CLI
+# ``AfterTool``): the daemon keeps their shell commands and edited paths (Hegel's hook
+# activity, ``helixctl tokens --phases``).
+TOOL_RAN_HOOKS: Final = frozenset({"PostToolUse", "AfterTool"})
+
+
+def hook_activity(payload: Any) -> tuple[str, str | None, str, str] | None:
+    """``(tool, call id, "bash" | "edit", command or path)`` of a hook payload reporting a
+    shell command or a file edit that ran; None for anything else."""
+    if not isinstance(payload, dict):
+        return None
+    event = payload.get("hook_event_name") or payload.get("hookEventName")
+    tool = payload.get("tool_name") or payload.get("toolName")
+    if event not in TOOL_RAN_HOOKS or not isinstance(tool, str) or not tool:
+        return None
+    args = payload.get("tool_input", payload.get("toolInput"))
+    call_id = payload.get("tool_use_id") or payload.get("toolUseId")
+    call = call_id if isinstance(call_id, str) and call_id else None
+    command = shell_command(tool, args)
+    if command:
+        return tool, call, "bash", command[:SUMMARY_CHARS]
+    path = edited_path(tool, args)
+    if path:
+        return tool, call, "edit", path[:SUMMARY_CHARS]
+    return None

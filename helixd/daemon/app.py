@@ -30,8 +30,10 @@ import structlog
 from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
+from helixd.adapters.toolkinds import hook_activity
 from helixd.core import protocol
 from helixd.core.attribution import Naming
+from helixd.core.redact import redact
 from helixd.daemon.control import Control
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
@@ -247,6 +249,21 @@ class Daemon:
             return {"idle": True}
         return await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
 
+    async def _keep_hook_activity(
+        self, agent: str | None, sid: str | None, activity: tuple[str, str | None, str, str]
+    ) -> None:
+        """A hook's shell command or edit, redacted, into ``hook_events`` (Tier 2: Hegel's
+        hook activity per phase); the time is when it arrived.  Never fails the hook."""
+        if self.store is None:
+            return
+        tool, call_id, what, target = activity
+        masked, _ = redact(target.encode("utf-8", "replace"))
+        row = (now_ms(), agent, sid, what, tool, call_id, masked.decode("utf-8", "replace"))
+        try:
+            await self.store.save_hook_event(row)
+        except Exception as exc:  # a store fault must not cost the agent its hook reply
+            log.warning("hook_activity_not_kept", error=f"{type(exc).__name__}: {exc}")
+
     async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         """An agent's hook ping: read its transcript now; a session end closes the session.
         A payload sent without naming its agent is attributed by its transcript's root.
@@ -274,6 +291,9 @@ class Daemon:
             self.queue.put(RECONCILE)
             queued.append("reconcile")
         sid = protocol.session_id(payload)
+        activity = hook_activity(payload)
+        if activity is not None:
+            await self._keep_hook_activity(agent, sid, activity)
         ended = bool(sid and agent) and protocol.session_ended(payload)
         if ended:  # applied by the worker after the transcript queued above was read
             self.queue.put(f"{SESSION_END}{agent}:{sid}")

@@ -266,6 +266,13 @@ class Store:
             replay_write.replay, self._writer, session_ids, expect, batches, now_ms()
         )
 
+    async def save_hook_event(self, row: tuple[Any, ...]) -> None:
+        """A hook's shell command or edit: ``(at, agent, native id, what, tool, call id,
+        target)`` (``helixd.store.hook_events``)."""
+        from helixd.store import hook_events
+
+        await self.run(hook_events.save, self.db._conn, row)
+
     async def get_digest(self, session_uid: str) -> dict[str, Any] | None:
         """The digest of the session ``session_uid`` (``<flavor>:<native id>``, exactly) as
         the analyze pass wrote it (design spec §11.2; fields in ``docs/api-python.md``), or

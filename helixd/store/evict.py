@@ -50,6 +50,9 @@ SIGNAL_ROW_BYTES: Final = {
 }
 # A ``search_docs`` row (id, session, kind, time) and its index entry on ``session_id``.
 INDEX_DOC_ROW_BYTES: Final = 40
+# A hook_events row beyond its target text: time, agent, session id, kind, tool, call id
+# (an estimate from the columns' sizes, not measured with dbstat).
+HOOK_ROW_OVERHEAD: Final = 80
 APPLY_BATCH: Final = 100
 
 _RAW_BY_SESSION: Final = (
@@ -134,7 +137,18 @@ def distilled_bytes(con: sqlite3.Connection) -> int:
         int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) * size
         for table, size in SIGNAL_ROW_BYTES.items()
     )
-    return int(row[0]) + int(row[1]) * USAGE_ROW_BYTES + int(row[2]) * SESSION_ROW_BYTES + signals
+    hooks = int(
+        con.execute(
+            f"SELECT coalesce(sum(length(target) + {HOOK_ROW_OVERHEAD}), 0) FROM hook_events"
+        ).fetchone()[0]
+    )
+    return (
+        int(row[0])
+        + int(row[1]) * USAGE_ROW_BYTES
+        + int(row[2]) * SESSION_ROW_BYTES
+        + signals
+        + hooks
+    )
 
 
 def _still_analyzed(con: sqlite3.Connection, sid: int) -> bool:

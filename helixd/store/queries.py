@@ -266,7 +266,8 @@ def activity_records(
 ) -> tuple[list[tuple[Any, ...]], list[str]]:
     """The hook-level activity of the repo's sessions in ``[since, until)``: shell commands
     (tool calls of ``shell_tools``, the command as the call's summary holds it: the first 200
-    characters) and file edits, as ``(ts, "bash" | "edit", text)`` in time
+    characters), file edits, and what the agents' hooks reported (``hook_events``) that the
+    transcripts' tool calls do not hold, as ``(ts, "bash" | "edit", text)`` in time
     order; and the transcript files of the sessions active in the range (usage, a tool call
     or an edit in it), sorted."""
     where: list[str] = []
@@ -282,8 +283,25 @@ def activity_records(
         f" WHERE t.ts >= ? AND t.ts < ? AND t.tool IN ({marks}) AND {scope}"
         " UNION ALL SELECT o.ts, 'edit', o.file_path FROM file_operations o"
         f" JOIN sessions s ON s.id = o.session_id WHERE o.ts >= ? AND o.ts < ? AND {scope}"
+        # what the hooks reported that the transcripts' tool calls do not hold
+        " UNION ALL SELECT h.at, h.what, h.target FROM hook_events h"
+        " JOIN sessions s ON s.native_id = h.native_id AND s.agent = h.agent"
+        f" WHERE h.at >= ? AND h.at < ? AND {scope} AND (h.call_id IS NULL OR NOT EXISTS"
+        " (SELECT 1 FROM events e WHERE e.session_id = s.id AND e.call_id = h.call_id"
+        " AND e.kind = 'tool_call'))"
         " ORDER BY 1",
-        [since, until_ms, *shell_tools, *params, since, until_ms, *params],
+        [
+            since,
+            until_ms,
+            *shell_tools,
+            *params,
+            since,
+            until_ms,
+            *params,
+            since,
+            until_ms,
+            *params,
+        ],
     ).fetchall()
     files = [
         p

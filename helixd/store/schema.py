@@ -493,4 +493,22 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             WHERE evict_stage < 2 AND analyzed_at IS NOT NULL;
         """,
     ),
+    (
+        "m011_hook_events",
+        """
+        -- Tier 2: the shell commands and file edits agents' hooks reported to the daemon
+        -- (redacted), for the per-phase hook activity of `helixctl tokens --phases`.
+        CREATE TABLE hook_events (
+            id INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL,
+            agent TEXT,
+            native_id TEXT,
+            what TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            call_id TEXT,
+            target TEXT NOT NULL
+        );
+        CREATE INDEX hook_events_at ON hook_events (at);
+        """,
+    ),
 )
