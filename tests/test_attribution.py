@@ -91,6 +91,8 @@ def test_domain_is_always_a_string() -> None:
         ("main", "Work on AGENTIC-WP-0002-T01 please", [], "AGENTIC-WP-0002-T01"),
         ("123-fix-the-thing", None, [], "#123"),
         ("issue-77", None, [], "#77"),
+        ("release/2024-05", None, [], None),
+        ("hotfix/2024-05-01-x", None, [], None),
         ("main", "see https://github.com/acme/widget/issues/42 for it", [], None),
         ("main", "convert to UTF-8 and SHA-256", ["Fixes #12"], "#12"),
         ("main", "nothing here", ["wip", "refactor"], None),

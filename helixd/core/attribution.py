@@ -33,7 +33,10 @@ DEFAULT_TASK_PATTERNS: Final = (
 NOT_TASKS: Final = frozenset(
     {"UTF", "ISO", "SHA", "RFC", "GPT", "MD", "CVE", "HTTP", "TLS", "SSL", "X", "PEP", "AES"}
 )
-_BRANCH_NUMBER: Final = re.compile(r"(?:^|/)(?:(?:issue|issues|gh|bug|fix)[-_]?)?(\d+)(?:[-_]|$)")
+# ``123-fix``, ``issue-77``, ``feature/gh_9``; not a date (``release/2024-05``)
+_BRANCH_NUMBER: Final = re.compile(
+    r"(?:^|/)(?:(?:issue|issues|gh|bug|fix)[-_]?)?(\d{1,6})(?:[-_](?!\d{2}(?:[-_.]|$))|$)"
+)
 DEFAULT_DOMAIN: Final = "local"
 
 
@@ -108,6 +111,8 @@ def repo_by_path(cwd: str | None, known: Mapping[str, str]) -> tuple[str | None,
     known root, else its last component (no root)."""
     if not cwd:
         return None, None
+    if not known:
+        return last_component(cwd), None
     path = _path(cwd)
     best: tuple[int, str, str] | None = None
     for root, name in known.items():

@@ -270,6 +270,8 @@ def commits(sig: Signals) -> list[dict[str, Any]]:
     commits): the call's ``seq``, time, status and the message given inline (``-m``)."""
     found = []
     for call in sig.tool_calls:
+        if "commit" not in call.target:  # most calls: no regex, no split
+            continue
         command = call.target.split(": ", 1)[1] if call.target.startswith(f"{call.tool}: ") else ""
         if command and is_commit_command(command):
             found.append(

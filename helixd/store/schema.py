@@ -468,7 +468,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """,
     ),
     (
-        "m009_evicted_index",
+        "m010_evicted_index",
         """
         -- Eviction takes a session's full-text index entries with its events (design spec
         -- §9).  Sessions evicted before that have no event rows left to delete their entries
@@ -478,7 +478,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """,
     ),
     (
-        "m010_attribution",
+        "m011_attribution",
         f"""
         -- Design spec §4.1: the repo resolved through git (a worktree's main worktree,
         -- the remote), the domain and the task reference, set by the analyze pass; every
@@ -494,7 +494,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """,
     ),
     (
-        "m011_hook_events",
+        "m012_hook_events",
         """
         -- Tier 2: the shell commands and file edits agents' hooks reported to the daemon
         -- (redacted), for the per-phase hook activity of `helixctl tokens --phases`.
