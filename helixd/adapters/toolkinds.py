@@ -290,7 +290,9 @@ def hook_activity(payload: Any) -> tuple[str, str | None, str, str] | None:
         return None
     event = payload.get("hook_event_name") or payload.get("hookEventName")
     tool = payload.get("tool_name") or payload.get("toolName")
-    if event not in TOOL_RAN_HOOKS or not isinstance(tool, str) or not tool:
+    if not isinstance(event, str) or event not in TOOL_RAN_HOOKS:
+        return None  # a payload is untrusted: a list here must not raise (unhashable)
+    if not isinstance(tool, str) or not tool:
         return None
     args = payload.get("tool_input", payload.get("toolInput"))
     call_id = payload.get("tool_use_id") or payload.get("toolUseId")
