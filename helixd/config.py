@@ -9,6 +9,7 @@ or ``HELIX_CONFIG`` names another.  Nested keys are set from the environment wit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +23,14 @@ from pydantic_settings import (
 )
 
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import ConfigError, _closest, check_keys, dsn_has_password, parse_bytes
+from helixd.readconfig import (
+    ConfigError,
+    _closest,
+    check_keys,
+    dsn_has_password,
+    parse_bytes,
+    spec_aliases,
+)
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 
@@ -84,6 +92,32 @@ class RetentionSettings(_Section):
     # Stage 1 drops analyzed sessions' raw blocks (bulky bodies) and keeps their events;
     # only when that is not enough do whole sessions' events go (stage 2).
     stage_payloads_first: bool = True
+    # The age backstop takes a session's whole Tier 1 (raw blocks, events, its full-text
+    # index entries), as design spec §5.2 says; true keeps the events (and their text in the
+    # index) when stage_payloads_first is on, and drops only the raw blocks.
+    backstop_keeps_events: bool = False
+
+
+class RepoSettings(_Section):
+    """How a session's project is named (design spec §4.1; ``helixd.core.attribution``)."""
+
+    # repo ("name" or "owner/name") -> domain; unmapped: the remote's owner, else the default
+    domains: dict[str, str] = Field(default_factory=dict)
+    default_domain: str = "local"
+    # regular expressions for task references (the `ref` group, else the whole match), tried
+    # on the branch name, the first prompt, the commit messages; empty: the built-in ones
+    task_ref_patterns: list[str] = Field(default_factory=list)
+    resolve_git: bool = True  # read the working directory's .git (worktrees, the remote)
+
+    @field_validator("task_ref_patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {p!r} ({exc})") from None
+        return patterns
 
 
 class WebSettings(_Section):
@@ -166,6 +200,7 @@ class Settings(BaseSettings):
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     prices: PriceSettings = Field(default_factory=PriceSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
+    repos: RepoSettings = Field(default_factory=RepoSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -176,15 +211,17 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (
-            init_settings,
-            _StoreDbEnv(settings_cls),
-            env_settings,
-            TomlConfigSettingsSource(settings_cls),
-        )
+        return (init_settings, _StoreDbEnv(settings_cls), env_settings, _ConfigFile(settings_cls))
 
     def agent(self, name: str) -> AgentSettings:
         return self.agents.get(name, AgentSettings())
+
+
+class _ConfigFile(TomlConfigSettingsSource):
+    """The TOML file, with the design spec's key names read as Helix's (``spec_aliases``)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return spec_aliases(_read_toml(Path(file_path)), Path(file_path))
 
 
 class _StoreDbEnv(PydanticBaseSettingsSource):
@@ -203,7 +240,7 @@ def load(config: Path | None = None, **overrides: Any) -> Settings:
     path = config_path_in_use(config)
     if (config is not None or "HELIX_CONFIG" in os.environ) and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    doc = _read_toml(path)
+    doc = spec_aliases(_read_toml(path), path)  # the design spec's names read as ours
     check_keys(doc, path)  # a typo: the key, its section and the closest valid key
     bound = type(
         "BoundSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}}

@@ -82,6 +82,7 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
             "raw_max_age_days",
             "distilled_cap_bytes",
             "stage_payloads_first",
+            "backstop_keeps_events",
         }
     ),
     "web": frozenset({"enabled", "host", "port", "allowed_hosts"}),
@@ -101,6 +102,7 @@ KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
             "connect_timeout_seconds",
         }
     ),
+    "repos": frozenset({"domains", "default_domain", "task_ref_patterns", "resolve_git"}),
 }
 AGENT_KEYS: Final = frozenset({"enabled", "roots"})
 _TRUE: Final = frozenset({"1", "true", "yes", "on", "y", "t"})
@@ -179,11 +181,65 @@ def read_config(config: Path | None = None, environ: Mapping[str, str] = os.envi
             doc = tomllib.loads(data.decode("utf-8", errors="replace"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid configuration ({path}): not TOML: {exc}") from None
+    doc = spec_aliases(doc, path)
     check_keys(doc, path)
     env = _helix_env(environ)
     if not _understood(env):
         return _from_full_model(config)
     return _build(path, doc, env)
+
+
+# Design spec §5.1 / §11.2 name some keys otherwise: accepted, read as Helix's own.
+CADENCE_SECONDS: Final = {"hourly": 3600, "daily": 86_400, "weekly": 604_800}
+
+
+def spec_aliases(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The document with the design spec's names read as Helix's: ``[session_memory.retention]``
+    is ``[retention]``, its ``cadence`` (``hourly``/``daily``/``weekly``) is
+    ``[daemon].evict_seconds``, ``[store].db_path`` is ``[store].db``.  A key set under both
+    names is a ConfigError naming both; so is what has no Helix equivalent."""
+    if not any(k in doc for k in ("session_memory", "store", "retention")):
+        return doc
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in doc.items()}
+    where = f"invalid configuration ({path})"
+
+    def move(section: str, key: str, value: Any, spec_name: str) -> None:
+        table = out.setdefault(section, {})
+        if not isinstance(table, dict):
+            return  # check_keys says it must be a table
+        if key in table:
+            raise ConfigError(f"{where}: {spec_name} and {key} in [{section}] are the same key")
+        table[key] = value
+
+    memory = out.pop("session_memory", None)
+    if memory is not None:
+        if not isinstance(memory, dict):
+            raise ConfigError(f"{where}: [session_memory] must be a table")
+        for sub, table in memory.items():
+            if sub != "retention" or not isinstance(table, dict):
+                raise ConfigError(
+                    f"{where}: unknown section [session_memory.{sub}] (of the design spec's"
+                    " [session_memory] tables Helix reads [session_memory.retention], as"
+                    " [retention])"
+                )
+            for key, value in table.items():
+                move("retention", key, value, f"{key} in [session_memory.retention]")
+    retention = out.get("retention")
+    if isinstance(retention, dict) and "cadence" in retention:
+        cadence = retention.pop("cadence")
+        seconds = CADENCE_SECONDS.get(str(cadence).lower()) if isinstance(cadence, str) else None
+        if seconds is None:
+            raise ConfigError(
+                f"{where}: cadence = {cadence!r} in [retention]: Helix reads hourly, daily or"
+                " weekly (the retention pass's interval, [daemon].evict_seconds); helixd"
+                " ingests as the files change, and `helixctl hooks install` wires the agents'"
+                " hooks to it"
+            )
+        move("daemon", "evict_seconds", seconds, "cadence in [retention]")
+    store = out.get("store")
+    if isinstance(store, dict) and "db_path" in store:
+        move("store", "db", store.pop("db_path"), "db_path in [store]")
+    return out
 
 
 def _closest(word: str, choices: frozenset[str] | dict[str, frozenset[str]]) -> str:

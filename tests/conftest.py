@@ -51,6 +51,7 @@ def copy_claude_fixtures(home: Path) -> Path:
 
 
 AGENT_ENV_PREFIXES = ("HELIX_", "CLAUDE_", "CODEX_", "GEMINI_", "GROK_")
+KEEP_FIXTURES_DAYS = "36500"
 
 
 def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
@@ -59,6 +60,8 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(AGENT_ENV_PREFIXES)}
     env.pop("XDG_RUNTIME_DIR", None)
     env.update(
+        # the fixtures are months old: a sweep's age backstop would evict them at once
+        HELIX_RETENTION__RAW_MAX_AGE_DAYS=KEEP_FIXTURES_DAYS,
         HOME=str(home),
         HELIX_STORE_DB=str(db),
         XDG_CONFIG_HOME=str(home / ".config"),
@@ -66,8 +69,8 @@ def cli_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
         HELIX_STATE_DIR=str(home / ".local/state/helix"),
         HELIX_SOCKET=str(short_socket(db)),
         HELIX_WEB__PORT="0",  # any free port: tests run side by side
-        **extra,
     )
+    env.update(extra)
     return env
 
 

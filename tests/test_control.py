@@ -360,3 +360,85 @@ def test_codex_notify_chains_the_users_own_program(daemon: Helixd, tmp_path: Pat
     assert proc.returncode == 0 and proc.stdout == b""
     wait_for(out.exists, 5, "the user's notify program to run")
     wait_for(lambda: out.read_text() == payload, 5, "the payload to be forwarded")
+
+
+def test_hook_activity_is_kept_redacted_and_counted_per_phase(
+    daemon: Helixd, home: Path, tmp_path: Path
+) -> None:
+    """Hegel's hook activity: a PostToolUse hook's shell command or edit is kept (Tier 2,
+    redacted) and counted in its phase by `helixctl tokens --phases`; a call the transcript
+    also holds is counted once."""
+    daemon.start()
+    f = project(home) / f"{SID}.jsonl"
+    edit_call = {
+        "type": "assistant",
+        "uuid": f"{SID}-2",
+        "parentUuid": f"{SID}-1",
+        "sessionId": SID,
+        "timestamp": "2026-01-01T00:00:02Z",
+        "cwd": "/work/live",
+        "requestId": "req_2",
+        "message": {
+            "id": f"msg_{SID}_2",
+            "model": "claude-sonnet-4-5",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "Edit",
+                    "input": {
+                        "file_path": "/work/live/app.py",
+                        "old_string": "a",
+                        "new_string": "b",
+                    },
+                }
+            ],
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    }
+    f.write_bytes(line(0) + line(1, "assistant") + orjson.dumps(edit_call) + b"\n")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    base = {"session_id": SID, "transcript_path": str(f), "hook_event_name": "PostToolUse"}
+    bash = {"tool_name": "Bash", "tool_input": {"command": f"GH_TOKEN={token} make deploy"}}
+    hook(daemon, "claude", {**base, **bash, "tool_use_id": "toolu_1"})
+    edit = {"tool_name": "Edit", "tool_input": {"file_path": "/work/live/app.py"}}
+    hook(daemon, "claude", {**base, **edit, "tool_use_id": "toolu_2"})
+    hook(daemon, "claude", {**base, "hook_event_name": "PreToolUse", **bash})  # not run yet
+
+    def kept() -> list[tuple[str, str]]:
+        import sqlite3
+
+        con = sqlite3.connect(daemon.db)
+        try:
+            return con.execute("SELECT what, target FROM hook_events ORDER BY id").fetchall()
+        finally:
+            con.close()
+
+    wait_for(lambda: len(kept()) == 2 and daemon.lookup(SID) is not None, 10, "hook activity")
+    rows = kept()
+    assert [w for w, _ in rows] == ["bash", "edit"] and rows[1][1] == "/work/live/app.py"
+    assert token not in rows[0][1] and rows[0][1].endswith("make deploy")
+    assert daemon.stop() == 0
+    recent = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
+    phases = tmp_path / "states.jsonl"
+    phases.write_text(
+        json.dumps({"timestamp": "2026-01-01T00:00:00Z", "phase": "code"})
+        + "\n"
+        + json.dumps({"timestamp": recent, "phase": "deploy"})
+        + "\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "tokens", "--repo", "/work/live",
+         "--phases", str(phases), "--json"],
+        env=daemon.env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    by = {p["phase"]: p for p in doc["phases"]}
+    assert (by["code"]["turns"], by["code"]["bash_commands"]) == (2, 0)
+    # the edit is in the transcript too (same call id): counted once, at its own time
+    assert (by["code"]["file_edits"], by["code"]["edited_files"]) == (1, ["/work/live/app.py"])
+    assert (by["deploy"]["bash_commands"], by["deploy"]["file_edits"]) == (1, 0)
+    assert by["deploy"]["commands"][0].endswith("make deploy")
+    assert token not in out.stdout

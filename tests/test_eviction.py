@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -25,7 +26,7 @@ from helixd.ingest.eviction import evict_pass
 from helixd.query.env import export_lines
 from helixd.store import evict
 from helixd.store.database import Store, now_ms
-from tests.conftest import REPO, cli_env, copy_claude_fixtures
+from tests.conftest import KEEP_FIXTURES_DAYS, REPO, cli_env, copy_claude_fixtures
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,12 @@ def cli(db: Path, tmp_path: Path) -> Cli:
 
     def run(*argv: str, **extra: str) -> Result:
         env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("HELIX_")}
-        env.update(HELIX_STORE_DB=str(db), XDG_CONFIG_HOME=str(tmp_path / "cfg"), **extra)
+        env.update(
+            HELIX_STORE_DB=str(db),
+            XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+            HELIX_RETENTION__RAW_MAX_AGE_DAYS=KEEP_FIXTURES_DAYS,
+        )
+        env.update(extra)
         return CliRunner().invoke(main, list(argv), env=env, catch_exceptions=False)
 
     return run
@@ -154,15 +160,29 @@ def test_stage_one_drops_raw_blocks_and_keeps_the_conversation(db: Path, cli: Cl
     assert out["evictions"] and {e["stage"] for e in out["evictions"]} == {2}
 
 
-def test_the_old_analyzed_raw_goes_by_age_alone(db: Path, cli: Cli) -> None:
-    # the fixtures are months old; with an ample budget only the backstop acts, on raw only
-    out = orjson.loads(cli("evict", "--json").stdout)
-    assert out["evictions"] and {(e["pass"], e["stage"]) for e in out["evictions"]} == {
+AGED = {"HELIX_RETENTION__RAW_MAX_AGE_DAYS": "45"}
+
+
+def test_the_old_analyzed_tier_1_goes_by_age_alone(db: Path, cli: Cli) -> None:
+    # the fixtures are months old; with an ample budget only the backstop acts, and takes
+    # the whole Tier 1 of each session as spec §5.2 says (events and index entries too)
+    kept = orjson.loads(
+        cli(
+            "evict", "--dry-run", "--json", HELIX_RETENTION__BACKSTOP_KEEPS_EVENTS="true", **AGED
+        ).stdout
+    )
+    assert kept["evictions"] and {(e["pass"], e["stage"]) for e in kept["evictions"]} == {
         ("backstop", 1)
     }
-    young = orjson.loads(
-        cli("evict", "--dry-run", "--json", HELIX_RETENTION__RAW_MAX_AGE_DAYS="100000").stdout
-    )
+    out = orjson.loads(cli("evict", "--json", **AGED).stdout)
+    assert out["evictions"] and {(e["pass"], e["stage"]) for e in out["evictions"]} == {
+        ("backstop", 2)
+    }
+    gone = "(SELECT id FROM sessions WHERE evict_stage = 2)"
+    assert q(db, f"SELECT count(*) FROM sessions WHERE id IN {gone}")[0][0] >= 20
+    assert q(db, f"SELECT count(*) FROM events WHERE session_id IN {gone}") == [(0,)]
+    assert q(db, f"SELECT count(*) FROM search_docs WHERE session_id IN {gone}") == [(0,)]
+    young = orjson.loads(cli("evict", "--dry-run", "--json").stdout)
     assert young["evictions"] == []
 
 
@@ -299,6 +319,18 @@ def test_the_infra_share_is_the_mcp_share_of_tool_calls(tmp_path: Path) -> None:
     assert export_lines({**digest, "tool_histogram": {}}, tmp_path / "x.db")[4].endswith("=0.0")
 
 
+def test_the_infra_share_counts_the_agents_plumbing_too(tmp_path: Path) -> None:
+    """Spec §11.1: the infra bucket is MCP and plumbing (plans, to-do lists, tool discovery,
+    background-shell polling), not only ``mcp__*`` tools."""
+    digest = {
+        "session_uid": "claude:x",
+        "cost": {},
+        "tool_histogram": {"Bash": 4, "Edit": 2, "TodoWrite": 2, "mcp__gh__issue": 1,
+                           "ToolSearch": 1, "update_plan": 0},
+    }  # fmt: skip
+    assert "export HELIX_INFRA_OVERHEAD_SHARE=0.4" in export_lines(digest, tmp_path / "x.db")
+
+
 def test_lookup_reads_the_store_named_by_helix_store_db(
     template: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -337,9 +369,140 @@ def test_status_and_evict_count_the_raw_tier_alike(db: Path, cli: Cli) -> None:
         plan = orjson.loads(cli("evict", "--dry-run", "--json").stdout)
         assert status["retention"]["raw_bytes"] == plan["usage_before"] > 0
         tier1 = status["store"]["tier1"]
-        assert tier1["bytes"] == tier1["raw_blocks_bytes"] + tier1["events_bytes"]
+        parts = ("raw_blocks_bytes", "events_bytes", "index_bytes")
+        assert tier1["bytes"] == sum(tier1[k] for k in parts)
         done = cli("evict", "--json", HELIX_RETENTION__RAW_SOFT_CAP_BYTES="300KiB")
         assert done.exit_code == 0, done.output
     after = orjson.loads(cli("status", "--json").stdout)["retention"]["raw_bytes"]
     assert after == orjson.loads(cli("evict", "--dry-run", "--json").stdout)["usage_before"]
     assert after <= 300 * 1024
+
+
+def _only_in(db: Path, cli: Cli) -> tuple[str, str]:
+    """A word of some session's prompt that no thinking block holds (thinking text is
+    index-only, so eviction can make its entries unreachable but not delete them)."""
+    for uid, body in q(
+        db,
+        "SELECT s.uid, e.body FROM events e JOIN sessions s ON s.id = e.session_id"
+        " WHERE e.kind = 'user_msg' AND length(e.body) > 40 ORDER BY e.id",
+    ):
+        for word in sorted(set(re.findall(r"[a-z]{9,}", body.lower()))):
+            hits = orjson.loads(cli("search", word, "--json", "--limit", "200").stdout)
+            if hits and all(h["kind"] != "thinking" for h in hits):
+                return uid, word
+    raise AssertionError("no prompt word found")
+
+
+def _vocab(db: Path, term: str) -> int:
+    con = sqlite3.connect(db)
+    try:
+        con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, search, 'row')")
+        return int(con.execute("SELECT count(*) FROM temp.v WHERE term = ?", (term,)).fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_eviction_takes_the_index_entries_with_the_events(db: Path, cli: Cli) -> None:
+    """Design spec §9: eviction is a privacy bound.  After a pass that takes sessions to
+    stage 2, their text is no longer found, nor in the index's own vocabulary; `evict` and
+    `status` count the index in Tier 1."""
+    uid, word = _only_in(db, cli)
+    assert _vocab(db, word) == 1
+    status = orjson.loads(cli("status", "--json").stdout)
+    tier1 = status["store"]["tier1"]
+    assert tier1["index_bytes"] > 0
+    assert (
+        tier1["bytes"] == tier1["raw_blocks_bytes"] + tier1["events_bytes"] + tier1["index_bytes"]
+    )
+    plan = orjson.loads(cli("evict", "--dry-run", "--json").stdout)
+    assert plan["index_bytes_before"] == tier1["index_bytes"]
+    assert plan["usage_before"] == status["retention"]["raw_bytes"]
+    assert "full-text index" in cli("status").stdout
+    assert "full-text index" in cli("evict", "--dry-run").stdout
+
+    out = orjson.loads(cli("evict", "--json", **TINY).stdout)
+    assert {e["stage"] for e in out["evictions"] if e["uid"] == uid} >= {2}
+    assert out["index_bytes_after"] < out["index_bytes_before"]
+    assert orjson.loads(cli("search", word, "--json").stdout) == []
+    assert _vocab(db, word) == 0  # deleted, and merged away: not only unreachable
+    assert q(db, "SELECT count(*) FROM search_docs WHERE session_id IN"
+             " (SELECT id FROM sessions WHERE evict_stage = 2)") == [(0,)]  # fmt: skip
+
+
+def test_stage_one_keeps_the_text_searchable(db: Path, cli: Cli) -> None:
+    uid, word = _only_in(db, cli)
+    keep = {**AGED, "HELIX_RETENTION__BACKSTOP_KEEPS_EVENTS": "true"}
+    out = orjson.loads(cli("evict", "--json", **keep).stdout)
+    assert {e["stage"] for e in out["evictions"]} == {1}
+    hits = orjson.loads(cli("search", word, "--json").stdout)
+    assert hits and {h["session_uid"] for h in hits} >= {uid}
+    assert _vocab(db, word) == 1
+
+
+@pytest.mark.parametrize(
+    "argv", [("-m", "helixd.cli.main", "ingest", "--json"), ("-m", "helixd.daemon.app", "--once")]
+)
+def test_a_one_shot_sweep_ends_with_the_retention_pass(
+    template: tuple[Path, Path], tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """Design spec §8: a sweep is discover → normalize → analyze → evict, so a cron user's
+    store is bounded; `--no-evict` skips the pass."""
+    home, _ = template
+
+    def sweep(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *argv, *extra],
+            env=cli_env(home, db, **AGED),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            check=True,
+        )
+
+    kept = tmp_path / "kept.db"
+    sweep(kept, "--no-evict")
+    assert q(kept, "SELECT count(*) FROM sessions WHERE evicted_at IS NOT NULL") == [(0,)]
+    swept = tmp_path / "swept.db"
+    out = sweep(swept)
+    evicted = q(swept, "SELECT count(*) FROM sessions WHERE evict_stage = 2")[0][0]
+    assert evicted >= 20  # the fixtures are older than the 45-day backstop
+    assert q(swept, "SELECT count(*) FROM evictions WHERE pass = 'backstop'")[0][0] == evicted
+    if "--json" in argv:
+        summary = orjson.loads(out.stdout)["eviction"]
+        assert summary["applied"] == evicted and summary["bytes_freed"] > 0
+    assert q(swept, "SELECT count(*) FROM digests") == q(kept, "SELECT count(*) FROM digests")
+
+
+def test_the_sweep_summary_says_what_the_pass_did(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    home, _ = template
+    out = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "ingest"],
+        env=cli_env(home, tmp_path / "h.db", **AGED),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=True,
+    )
+    assert re.search(r"retention: \d+ sessions evicted, [\d.,]+ MB freed; Tier 1", out.stdout)
+
+
+async def test_get_digest_by_uid_async_and_sync(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spec §11.2: ``Store.get_digest(session_uid)`` and the read-only sync call for
+    consumers holding only ``HELIX_STORE_DB`` give the digest the analyze pass wrote."""
+    from helixd.query.digests import get_digest
+
+    uid, raw = q(db, "SELECT s.uid, d.json FROM sessions s JOIN digests d ON d.session_id = s.id")[
+        0
+    ]
+    async with await Store.open(db) as store:
+        assert await store.get_digest(uid) == orjson.loads(raw)
+        assert await store.get_digest("claude:no-such") is None
+        assert await store.get_digest(uid[:12]) is None  # a uid, not a prefix
+    assert get_digest(uid, db) == orjson.loads(raw)
+    assert isinstance(orjson.loads(raw)["domain"], str)
+    monkeypatch.setenv("HELIX_STORE_DB", str(db))
+    assert get_digest(uid) == orjson.loads(raw)

@@ -44,6 +44,13 @@ CASES: list[tuple[str, str, dict[str, str]]] = [
         {"HELIX_FLEET__USER": "bot", "HELIX_FLEET__CONNECT_TIMEOUT_SECONDS": "3"},
     ),
     ("fleet password env is not a key", "", {"HELIX_FLEET_PASSWORD": "x"}),
+    # The design spec's names (§5.1, §11.2) are read as Helix's.
+    (
+        "spec-shaped file",
+        '[store]\ndb_path = "/spec/mem.db"\n[session_memory.retention]\n'
+        'raw_soft_cap_bytes = "1GiB"\ndistilled_cap_bytes = "2GiB"\ncadence = "weekly"\n',
+        {},
+    ),
     # Forms the light reader does not interpret itself: it builds the full model.
     ("whole section as JSON", "", {"HELIX_STORE": '{"db": "/json.db"}'}),
     ("one model's price from env", "", {"HELIX_PRICES__MODELS__X__INPUT": "3"}),
@@ -170,7 +177,7 @@ def test_the_known_keys_are_the_models_keys() -> None:
 @pytest.mark.parametrize(
     ("toml", "says"),
     [
-        ("[store]\ndb_path = '/x'\n", "unknown key 'db_path' in [store]; did you mean 'db'?"),
+        ("[store]\ndbpath = '/x'\n", "unknown key 'dbpath' in [store]; did you mean 'db'?"),
         ("[retenton]\n", "unknown section [retenton]; did you mean 'retention'?"),
         ("[agents.claude]\nroot = []\n", "unknown key 'root' in [agents.claude]; did you mean"),
         ("[daemon]\ndebounce = 5\n", "did you mean 'debounce_ms'?"),
@@ -184,3 +191,39 @@ def test_a_typo_names_the_key_its_section_and_the_closest_valid_key(
     with pytest.raises(ConfigError) as err:
         read_config(cfg)
     assert says in str(err.value)
+
+
+def test_the_spec_names_set_the_same_keys(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[store]\ndb_path = "/spec/mem.db"\n[session_memory.retention]\n'
+        'raw_soft_cap_bytes = "1GiB"\nraw_max_age_days = 7\ncadence = "daily"\n'
+    )
+    s = config.load(cfg)
+    assert s.store.db == Path("/spec/mem.db")
+    assert s.retention.raw_soft_cap_bytes == 1024**3 and s.retention.raw_max_age_days == 7
+    assert s.daemon.evict_seconds == 86_400
+    assert read_config(cfg, {}).store_db == Path("/spec/mem.db")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[store]\ndb = "/a.db"\ndb_path = "/b.db"\n', ["db_path in [store]", "same key"]),
+        (
+            "[retention]\nraw_max_age_days = 3\n[session_memory.retention]\nraw_max_age_days = 4\n",
+            ["raw_max_age_days in [session_memory.retention]", "same key"],
+        ),
+        ('[session_memory.retention]\ncadence = "on-hook"\n', ["on-hook", "evict_seconds"]),
+        ("[session_memory.sources]\nx = 1\n", ["[session_memory.sources]", "[retention]"]),
+    ],
+)
+def test_a_spec_name_without_a_helix_meaning_is_refused_in_words(
+    tmp_path: Path, text: str, words: list[str]
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text)
+    for load in (lambda: config.load(cfg), lambda: read_config(cfg, {})):
+        with pytest.raises(ConfigError) as err:
+            load()
+        assert all(w in str(err.value) for w in words), str(err.value)

@@ -23,6 +23,7 @@ import pytest
 
 from helixd.core.pricing import price_for
 from helixd.core.usage_report import attribute, period_of, snippet
+from tests.conftest import KEEP_FIXTURES_DAYS
 
 REPO = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -34,6 +35,7 @@ Tokens = tuple[int, int, int, int]
 def run(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HELIX_", "CLAUDE_"))}
     env.update(HELIX_STORE_DB=str(db), HOME=str(db.parent), XDG_CONFIG_HOME=str(db.parent))
+    env["HELIX_RETENTION__RAW_MAX_AGE_DAYS"] = KEEP_FIXTURES_DAYS  # the fixtures are old
     return subprocess.run(
         [*HELIXCTL, *args], env=env, capture_output=True, text=True, timeout=60, cwd=REPO
     )
@@ -573,3 +575,94 @@ def test_format_ccusage_is_ccusage_20s_unified_json(both_db: Path) -> None:
         assert reasoning == match["metadata"].get("reasoningOutputTokens", 0)
     one = ok(both_db, "report", "monthly", "--format", "ccusage", "--agent", "codex")
     assert {e["agent"] for e in one["monthly"]} == {"codex"}
+
+
+def _tool_use(sid: str, ts: str, mid: str, name: str, args: dict[str, Any], cwd: str) -> str:
+    doc = json.loads(_assistant(sid, ts, mid, f"r-{mid}", 1, cwd))
+    doc["message"]["content"] = [
+        {"type": "tool_use", "id": f"t-{mid}", "name": name, "input": args}
+    ]
+    return json.dumps(doc)
+
+
+def _tool_result(sid: str, ts: str, mid: str, cwd: str) -> str:
+    return json.dumps(
+        {
+            "type": "user",
+            "uuid": f"res-{mid}",
+            "parentUuid": f"u-{mid}",
+            "sessionId": sid,
+            "timestamp": ts,
+            "cwd": cwd,
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t-{mid}", "content": "ok"}],
+            },
+        }
+    )
+
+
+def test_every_phase_is_reported_with_turns_activity_and_the_files_read(tmp_path: Path) -> None:
+    """Hegel: a phase with no usage is a row of zeros; each phase counts its turns, its shell
+    commands and file edits; the transcript files considered are listed."""
+    day, cwd = "2026-01-05T", "/w/hegel"
+    root = tmp_path / "projects" / "x"
+    root.mkdir(parents=True)
+    (root / "s1.jsonl").write_text(
+        "\n".join(
+            [
+                _assistant("s1", day + "10:05:00Z", "a1", "r1", 10, cwd),
+                _tool_use("s1", day + "10:06:00Z", "b1", "Bash", {"command": "pytest -q"}, cwd),
+                _tool_result("s1", day + "10:06:05Z", "b1", cwd),
+                _tool_use(
+                    "s1",
+                    day + "12:10:00Z",
+                    "e1",
+                    "Edit",
+                    {"file_path": f"{cwd}/a.py", "old_string": "x", "new_string": "y"},
+                    cwd,
+                ),  # fmt: skip
+                _tool_result("s1", day + "12:10:01Z", "e1", cwd),
+            ]
+        )
+        + "\n"
+    )
+    (root / "s2.jsonl").write_text(_assistant("s2", day + "12:30:00Z", "a2", "r2", 5, cwd) + "\n")
+    phases = tmp_path / "states.jsonl"
+    phases.write_text(
+        "\n".join(
+            json.dumps({"timestamp": day + t, "phase": p})
+            for t, p in (("10:00:00Z", "spec"), ("11:00:00Z", "plan"), ("12:00:00Z", "code"))
+        )
+        + "\n"
+    )
+    db = tmp_path / "helix.db"
+    ok(db, "ingest", "--agent", "claude", "--root", str(tmp_path / "projects"), "--json")
+    doc = ok(db, "tokens", "--repo", cwd, "--phases", str(phases), "--json")
+    rows = {p["phase"]: p for p in doc["phases"]}
+    assert list(rows) == ["spec", "plan", "code"]
+    empty = rows["plan"]
+    assert (empty["totalTokens"], empty["turns"], empty["bash_commands"], empty["file_edits"]) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert empty["totalCost"] == 0 and empty["modelBreakdowns"] == []
+    assert (rows["spec"]["turns"], rows["spec"]["bash_commands"]) == (2, 1)
+    assert rows["spec"]["commands"] == ["pytest -q"] and rows["spec"]["file_edits"] == 0
+    assert (rows["code"]["turns"], rows["code"]["file_edits"]) == (2, 1)
+    assert rows["code"]["edited_files"] == [f"{cwd}/a.py"]
+    assert doc["total"]["turns"] == 4
+    assert doc["transcript_files"] == sorted(str(root / f) for f in ("s1.jsonl", "s2.jsonl"))
+    human = run(db, "tokens", "--repo", cwd, "--phases", str(phases)).stdout
+    assert "plan" in human and "0 turns, 0 commands, 0 edits" in human
+    assert str(root / "s2.jsonl") in human
+
+
+def test_attribute_reports_a_phase_without_usage_as_zeros() -> None:
+    recs = [(t, "m", 1, 0, 0, 0, 0, 0, 1) for t in (12, 35)]
+    doc = attribute(recs, [(10, "a"), (20, "b"), (30, "c")], {}, [(25, "bash", "ls")])
+    assert [
+        (p["phase"], p["inputTokens"], p["turns"], p["bash_commands"]) for p in doc["phases"]
+    ] == [("a", 1, 1, 0), ("b", 0, 0, 1), ("c", 1, 1, 0)]

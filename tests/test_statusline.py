@@ -48,6 +48,9 @@ def _assistant(sid: str, n: int, ms: int, tokens: int, **extra: object) -> str:
     )
 
 
+KEEP = "HELIX_RETENTION__RAW_MAX_AGE_DAYS"  # set by cli_env; not a setting of the line
+
+
 @pytest.fixture
 def store(home: Path, helixctl: RunCli) -> RunCli:
     project = home / ".claude" / "projects" / "-work-app"
@@ -145,7 +148,8 @@ def test_the_status_line_loads_only_what_it_uses(store: RunCli) -> None:
     done = subprocess.run(
         [sys.executable, "-c", code],
         input=json.dumps({"session_id": SID}),
-        env=store.env,  # type: ignore[attr-defined]
+        # only the store is set: the retention setting cli_env adds is not the line's
+        env={k: v for k, v in store.env.items() if k != KEEP},  # type: ignore[attr-defined]
         capture_output=True,
         text=True,
         timeout=60,

@@ -49,3 +49,31 @@ def test_edit_line_counts_read_the_tools_own_input() -> None:
     patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-old\n+new\n+more\n*** End Patch\n"
     assert patch_line_counts(patch) == (2, 1)
     assert patch_line_counts("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n") == (1, 1)
+
+
+def test_hook_activity_reads_only_well_formed_tool_hooks() -> None:
+    from helixd.adapters.toolkinds import hook_activity
+
+    ran = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t1"}
+    assert hook_activity({**ran, "tool_input": {"command": "make"}}) == (
+        "Bash",
+        "t1",
+        "bash",
+        "make",
+    )
+    edit = {"hook_event_name": "AfterTool", "tool_name": "write_file"}
+    assert hook_activity({**edit, "tool_input": {"file_path": "/a.py"}}) == (
+        "write_file",
+        None,
+        "edit",
+        "/a.py",
+    )
+    assert hook_activity({**ran, "hook_event_name": "PreToolUse"}) is None
+    for odd in (
+        {**ran, "hook_event_name": ["PostToolUse"]},
+        {**ran, "tool_name": {"x": 1}},
+        {**ran, "tool_input": ["make"]},
+        [],
+        "x",
+    ):
+        assert hook_activity(odd) is None

@@ -37,7 +37,8 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 NAME: Final = "claude"
-VERSION: Final = 2  # 2: tool results carry a status and the test counts of their output
+# 2: tool results carry a status and the test counts of their output; 3: retry events
+VERSION: Final = 3
 SYNTHETIC_MODEL: Final = "<synthetic>"
 
 # Record types Claude Code writes (formats.md §3.6, §11.1).
@@ -106,6 +107,7 @@ class _FileParse(ToolBlocks):
         self.native = native
         self.parent_native: str | None = parent or state.get("parent")
         self.pending: dict[str, str] = dict(state.get("pending", {}))
+        self.retries: dict[str, Any] = dict(state.get("retries", {}))
         self.first_ts: int | None = parse_ts(state.get("first_ts"))
         self.agent_type: str | None = state.get("agent_type") or _agent_type(chunk.ctx.sidecar)
         self.out = Parsed(consumed=0, state={})
@@ -381,6 +383,8 @@ class _FileParse(ToolBlocks):
                 ),
             )
         state: dict[str, Any] = {"pending": self.pending}
+        if self.retries:
+            state["retries"] = self.retries
         if self.first_ts is not None:
             state["first_ts"] = self.first_ts
         if self.parent_native and self.is_sub:

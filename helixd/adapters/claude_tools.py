@@ -17,7 +17,9 @@ from helixd.adapters.toolkinds import (
     edit_line_counts,
     edited_path,
     is_test_command,
+    result_failed,
     result_signals,
+    retry_of,
     shell_command,
     shorten,
 )
@@ -36,6 +38,7 @@ class _Line(Protocol):
     """What the tool blocks need from the parse state (``claude._FileParse``)."""
 
     pending: dict[str, str]
+    retries: dict[str, Any]
     obj: Mapping[str, Any]
     sidechain: bool
     share: int
@@ -83,6 +86,7 @@ class ToolBlocks:
             while len(self.pending) > MAX_PENDING_TOOLS:
                 self.pending.pop(next(iter(self.pending)))
         command = shell_command(tool, args)
+        summary = describe_call(tool, args)
         self.emit(
             bkey,
             "tool_call",
@@ -90,11 +94,21 @@ class ToolBlocks:
             role="assistant",
             tool=tool,
             call_id=call_id,
-            summary=describe_call(tool, args),
+            summary=summary,
             body=(command or "")[:BODY_LIMIT],
             payload_size=self.share if args is not None else 0,
             payload=dump(args) if self.payloads and args is not None else None,
         )
+        if retry_of(self.retries, call_id, tool, summary):
+            self.emit(
+                f"{bkey}:retry",
+                "retry",
+                bkey,
+                role="assistant",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(f"retry of {summary}"),
+            )
         path = edited_path(tool, args)
         if path is not None:
             added, removed = edit_line_counts(tool, args)
@@ -135,6 +149,7 @@ class ToolBlocks:
         interrupted = text.startswith(INTERRUPT_MARKERS) or (
             isinstance(typed, dict) and typed.get("interrupted") is True
         )
+        result_failed(self.retries, call_id, is_error and not rejected and not interrupted)
         self.emit(
             bkey,
             "tool_result",

@@ -51,8 +51,11 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import in_window, record_type
 
 NAME: Final = "codex"
-VERSION: Final = 3  # 2: tool results carry a status and the test counts of their output;
-# 3: a call the user declined (exec / patch approval) is a rejected result
+# 2: tool results carry a status and the test counts of their output; 3: a call the user
+# declined (exec / patch approval) is a rejected result; 4: the session's git.commit_hash
+# (code-o11y), retry events, a turn's output tokens on its completion event
+VERSION: Final = 4
+_COMMIT_HASH: Final = re.compile(r"[0-9a-fA-F]{7,64}")
 REPLAY_GAP_MS: Final = 1_000
 IGNORED_TYPES: Final = frozenset({"", "world_state", "inter_agent_communication_metadata"})
 BARE_ITEMS: Final = frozenset(
@@ -165,6 +168,7 @@ class _FileParse(ItemMapper):
         lines_removed: int = 0,
         status: str | None = None,
         tests: tuple[str, int, int, int] | None = None,
+        tokens: int = 0,
     ) -> str:
         if not self.base_key:
             digest = f"{zlib.crc32(self.raw):08x}{len(self.raw):x}"
@@ -190,6 +194,7 @@ class _FileParse(ItemMapper):
                 lines_removed=lines_removed,
                 status=status,
                 tests=tests,
+                tokens=tokens,
                 # Reasoning text is indexed for search only (the row keeps its size).
                 search_text=payload[:65536].decode("utf-8", "replace")
                 if kind == "thinking" and payload
@@ -341,9 +346,13 @@ class _FileParse(ItemMapper):
         for src, dst in (("cli_version", "version"), ("cwd", "cwd"), ("model", "model")):
             if isinstance(p.get(src), str) and p[src]:
                 self.info[dst] = p[src]
-        branch = get_dict(p, "git").get("branch")
+        git = get_dict(p, "git")
+        branch = git.get("branch")
         if isinstance(branch, str) and branch:
             self.info["git_branch"] = branch
+        commit = git.get("commit_hash")
+        if isinstance(commit, str) and _COMMIT_HASH.fullmatch(commit):
+            self.info["git_commit"] = commit.lower()
         if "model" in self.info:
             self.st["model"] = self.info["model"]
         what = " ".join(str(p.get(k)) for k in ("originator", "cli_version") if p.get(k))

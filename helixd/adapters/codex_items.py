@@ -21,7 +21,9 @@ from helixd.adapters.toolkinds import (
     describe_call,
     is_test_command,
     patch_line_counts,
+    result_failed,
     result_signals,
+    retry_of,
     shell_command,
     shorten,
 )
@@ -181,6 +183,7 @@ class ItemMapper(UsageMapper):
         lines_removed: int = 0,
         status: str | None = None,
         tests: tuple[str, int, int, int] | None = None,
+        tokens: int = 0,
     ) -> str: ...
 
     def unknown(self, name: str) -> None:
@@ -281,6 +284,15 @@ class ItemMapper(UsageMapper):
             body=(command or "")[:BODY_LIMIT],
             payload=dump(raw) if raw is not None else None,
         )
+        if retry_of(self.st, call_id, tool, summary):
+            self.emit(
+                "retry",
+                ":retry",
+                role="assistant",
+                tool=tool,
+                call_id=call_id,
+                summary=shorten(f"retry of {summary}"),
+            )
         if patch is not None:
             added, removed = patch_line_counts(patch)
             self.emit(
@@ -311,6 +323,7 @@ class ItemMapper(UsageMapper):
         out = p.get("output", p.get("tools"))
         text, failed = _exit_status(out, p)
         rejected = text.strip() in DENIALS
+        result_failed(self.st, call_id, failed)
         self.emit(
             "tool_result",
             role="tool",
@@ -376,12 +389,17 @@ class ItemMapper(UsageMapper):
                     )
                 )
             summary = f"spawned agent {get_str(p, 'new_agent_nickname') or child}"
+        # the output tokens of the turn's responses (token_count lines) go on the event that
+        # ends it: the format reports usage per response, after the items it produced
+        ends = etype in ("task_complete", "turn_aborted")
+        tokens = int(self.st.pop("turn_out", 0) or 0) if ends else 0
         self.emit(
             kind,
             role="system",
             summary=shorten(summary, 150),
             body=body[:BODY_LIMIT],
             is_error=kind == "error",
+            tokens=tokens,
         )
         error = p.get("error") if etype == "task_complete" else None
         if error:

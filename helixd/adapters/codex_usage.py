@@ -96,6 +96,9 @@ class UsageMapper(ABC):
             return
         self.st["tot"] = cum
         if not replay and any(delta):
+            self.st["turn_out"] = (
+                int(self.st.get("turn_out") or 0) + delta[USAGE_KEYS.index("output_tokens")]
+            )
             key = f"codex:{self.st['sid']}:" + "/".join(map(str, cum))
             self.fact(key, delta, self.ts, self.st.get("model") or "unknown")
 

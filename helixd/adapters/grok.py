@@ -61,7 +61,8 @@ from helixd.core.values import record_type
 # 2: tool results carry a status and the test counts of their output
 # 3: checked against grok-build's own serialized sessions: legacy ``raw_output`` reasoning
 #    and backend tools, subagent directories linked to their parent
-VERSION: Final = 3
+# 4: a turn's output tokens on its completion event
+VERSION: Final = 4
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
 _FILES = ("updates.jsonl", "events.jsonl", "summary.json", "chat_history.jsonl")
@@ -259,8 +260,9 @@ class _Run:
         at = (parse_ts(meta.get("agentTimestampMs")) or parse_ts(obj.get("timestamp")), offset)
         self.note_ts(at[0])
         kind = record_type(upd.get("sessionUpdate"), "sessionUpdate")
+        turn_out = 0
         if isinstance(upd.get("usage"), dict):
-            self.usage(upd, meta, at)
+            turn_out = self.usage(upd, meta, at)
         if kind in CHUNKS:
             host = get_dict(upd, "_meta").get("hostTurn") or meta.get("hostTurn")
             self.chunk("host" if host else CHUNKS[kind], block_text(upd.get("content")), at)
@@ -270,8 +272,13 @@ class _Run:
             self.acp_tool(upd, at, kind == "tool_call")
         elif kind == "turn_completed":
             reason = first_str(upd, "stop_reason", "stopReason") or "end_turn"
-            done = self.emit(
-                f"turn#{self.crc}", "completion", at, "system", f"turn completed: {reason}"
+            done = self.emit(  # the turn's usage comes with it: its output tokens
+                f"turn#{self.crc}",
+                "completion",
+                at,
+                "system",
+                f"turn completed: {reason}",
+                tokens=turn_out,
             )
             if reason == "cancelled":
                 self.derived(done, "cancel", "human_intervention", "user", "turn cancelled")
@@ -317,7 +324,8 @@ class _Run:
 
     def usage(
         self, upd: Mapping[str, Any], meta: Mapping[str, Any], at: tuple[int | None, int]
-    ) -> None:
+    ) -> int:
+        """The turn's usage facts (one per model); returns its output tokens."""
         usage = get_dict(upd, "usage")
         per_model = {m: u for m, u in get_dict(usage, "modelUsage").items() if isinstance(u, dict)}
         rows: list[tuple[str, Mapping[str, Any]]] = [*per_model.items()]
@@ -346,6 +354,7 @@ class _Run:
             )
         if per_model:
             self.model = self.info["model"] = rows[0][0]
+        return sum(out for _, (_, out, _, _) in checked)
 
     # -- events.jsonl -----------------------------------------------------------------------
     def event(self, offset: int, obj: Mapping[str, Any]) -> None:

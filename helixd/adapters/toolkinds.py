@@ -35,6 +35,41 @@ SHELL_TOOLS: Final = frozenset(
     }
 )
 
+# The infra bucket of spec §11.1 (``HELIX_INFRA_OVERHEAD_SHARE``): calls that serve the agent's
+# own plumbing rather than the task — MCP tools (``mcp__*``), and the agents' bookkeeping
+# tools: plans and to-do lists, tool and MCP-resource discovery, background-shell handling,
+# memory.
+MCP_PREFIX: Final = "mcp__"
+INFRA_TOOLS: Final = frozenset(
+    {
+        # Claude Code
+        "TodoWrite",
+        "TodoRead",
+        "ToolSearch",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "BashOutput",
+        "TaskOutput",
+        "KillShell",
+        "KillBash",
+        # Codex
+        "update_plan",
+        "list_mcp_resources",
+        "list_mcp_resource_templates",
+        "read_mcp_resource",
+        # Gemini CLI
+        "write_todos",
+        "save_memory",
+    }
+)
+
+
+def is_infra_tool(name: str) -> bool:
+    return name.startswith(MCP_PREFIX) or name in INFRA_TOOLS
+
+
 _TEST_COMMAND = re.compile(
     r"(?:^|[\s;&|(/])(?:"
     r"pytest|py\.test|python3? -m (?:pytest|unittest)|tox|nox"
@@ -219,3 +254,58 @@ def _counts(text: str) -> TestCounts | None:
     if found is None or not bounded(found.passed, found.failed, found.skipped):
         return None
     return found
+
+
+RETRY_CALLS: Final = 64  # calls awaiting their result kept in an adapter's state
+
+
+def retry_of(state: dict[str, Any], call_id: str | None, tool: str, summary: str) -> bool:
+    """Whether a tool call repeats the call whose result just failed (same tool, same
+    summary: the command or path), as ``helixd.core.signals`` finds retries; notes the
+    call so its result can be told.  ``state`` is the adapter's per-file state (a dict of
+    JSON values: ``retry_failed``, ``retry_calls``)."""
+    failed = state.pop("retry_failed", None)
+    if call_id:
+        calls: dict[str, list[str]] = state.setdefault("retry_calls", {})
+        calls[call_id] = [tool, summary]
+        while len(calls) > RETRY_CALLS:
+            calls.pop(next(iter(calls)))
+    state["retry_last"] = [tool, summary]
+    return bool(failed == [tool, summary])
+
+
+def result_failed(state: dict[str, Any], call_id: str | None, failed: bool) -> None:
+    """A tool result: when it failed, the next call repeating its call is a retry."""
+    calls: dict[str, list[str]] = state.get("retry_calls", {})
+    call = calls.pop(call_id, None) if call_id else None
+    if failed:
+        state["retry_failed"] = call or state.get("retry_last")
+
+
+# Hook payloads that report a tool call that ran (Claude Code ``PostToolUse``, Gemini CLI
+# ``AfterTool``): the daemon keeps their shell commands and edited paths (Hegel's hook
+# activity, ``helixctl tokens --phases``).
+TOOL_RAN_HOOKS: Final = frozenset({"PostToolUse", "AfterTool"})
+
+
+def hook_activity(payload: Any) -> tuple[str, str | None, str, str] | None:
+    """``(tool, call id, "bash" | "edit", command or path)`` of a hook payload reporting a
+    shell command or a file edit that ran; None for anything else."""
+    if not isinstance(payload, dict):
+        return None
+    event = payload.get("hook_event_name") or payload.get("hookEventName")
+    tool = payload.get("tool_name") or payload.get("toolName")
+    if not isinstance(event, str) or event not in TOOL_RAN_HOOKS:
+        return None  # a payload is untrusted: a list here must not raise (unhashable)
+    if not isinstance(tool, str) or not tool:
+        return None
+    args = payload.get("tool_input", payload.get("toolInput"))
+    call_id = payload.get("tool_use_id") or payload.get("toolUseId")
+    call = call_id if isinstance(call_id, str) and call_id else None
+    command = shell_command(tool, args)
+    if command:
+        return tool, call, "bash", command[:SUMMARY_CHARS]
+    path = edited_path(tool, args)
+    if path:
+        return tool, call, "edit", path[:SUMMARY_CHARS]
+    return None

@@ -45,7 +45,7 @@ def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: boo
 async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any) -> dict[str, Any]:
     import time
 
-    from helixd.cli.common import open_store
+    from helixd.cli.common import naming, open_store
     from helixd.ingest import digest
     from helixd.store.database import now_ms
 
@@ -67,7 +67,7 @@ async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any
         else:
             ids = await store.sessions_to_analyze(now, idle_ms)
         started = time.perf_counter()
-        built = await digest.analyze(store, ids, now, idle_ms, table)
+        built = await digest.analyze(store, ids, now, idle_ms, table, naming(settings))
         seconds = time.perf_counter() - started
         raw = await store.raw_bytes_of(ids)
     finally:
@@ -111,7 +111,7 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
 async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     from helixd import logs
     from helixd.adapters import REGISTRY
-    from helixd.cli.common import open_store
+    from helixd.cli.common import naming, open_store
     from helixd.ingest import digest
     from helixd.ingest.renormalize import renormalize as run
     from helixd.store.database import now_ms
@@ -123,7 +123,12 @@ async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
         stats = await run(store, REGISTRY, recheck=True)
         now = now_ms()
         built = await digest.analyze(
-            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            table,
+            naming(settings),
         )
         await store.checkpoint()
     finally:

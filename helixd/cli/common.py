@@ -241,3 +241,10 @@ def check_agents(agents: tuple[str, ...] | list[str]) -> None:
             raise click.BadParameter(
                 f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
             )
+
+
+def naming(settings: Any) -> Any:
+    """The repo, domain and task-reference rules of ``[repos]`` (``helixd.core.attribution``)."""
+    from helixd.core.attribution import Naming
+
+    return Naming.from_settings(settings.repos)

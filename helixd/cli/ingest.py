@@ -1,7 +1,8 @@
-"""``helixctl ingest``: one sweep — read what is new in every transcript, rebuild the digests
-of the sessions that changed.  The first step (``helixd.ingest.plan``) finds out cheaply
-whether there is anything to do; only then does the full ingest start (settings model, event
-loop, the store opened for writing)."""
+"""``helixctl ingest``: one sweep (design spec §8: discover → normalize → analyze → evict) —
+read what is new in every transcript, rebuild the digests of the sessions that changed, then
+run the retention pass (``--no-evict`` skips it).  The first step (``helixd.ingest.plan``)
+finds out cheaply whether there is anything to do; only then does the full ingest start
+(settings model, event loop, the store opened for writing)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from helixd.cli.common import (
     check_agents,
     echo_json,
     load_settings,
+    naming,
     open_store,
     price_table,
     read_settings,
@@ -41,11 +43,22 @@ from helixd.cli.common import (
     help="Scan this directory instead of the agent's configured roots (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--no-evict",
+    is_flag=True,
+    help="Skip the retention pass that ends a sweep (see `helixctl evict`).",
+)
 @click.pass_context
 def ingest(
-    ctx: click.Context, agents: tuple[str, ...], roots: tuple[Path, ...], as_json: bool
+    ctx: click.Context,
+    agents: tuple[str, ...],
+    roots: tuple[Path, ...],
+    as_json: bool,
+    no_evict: bool,
 ) -> None:
-    """Backfill every transcript once; a second run reads only what is new."""
+    """Backfill every transcript once; a second run reads only what is new.  The sweep ends
+    with the retention pass (`helixctl evict`) unless --no-evict; a sweep that found
+    nothing new changes nothing, so it skips the pass too."""
     from helixd.adapters import REGISTRY
     from helixd.ingest.plan import idle_summary, plan
     from helixd.query.projects import known_projects
@@ -66,7 +79,7 @@ def ingest(
     else:
         settings = load_settings(ctx)
         table = price_table(ctx, settings)
-        summary = asyncio.run(_ingest(settings, pairs, table))
+        summary = asyncio.run(_ingest(settings, pairs, table, evict=not no_evict))
     if as_json:
         echo_json(summary)
     else:
@@ -75,9 +88,12 @@ def ingest(
         print_summary(summary)
 
 
-async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]:
+async def _ingest(
+    settings: Any, pairs: list[Any], table: Any, *, evict: bool = True
+) -> dict[str, Any]:
     from helixd.adapters import REGISTRY
     from helixd.ingest import digest
+    from helixd.ingest.eviction import sweep_evict
     from helixd.ingest.pipeline import Ingestor, discover
     from helixd.store.database import now_ms
 
@@ -92,10 +108,17 @@ async def _ingest(settings: Any, pairs: list[Any], table: Any) -> dict[str, Any]
         with _Progress() as progress:
             stats = await ingestor.backfill(sources, progress)
         changed = await store.session_ids_changed_since_analysis()
-        digests = await digest.analyze(store, changed, now_ms(), table=table)
-        await store.checkpoint()
+        digests = await digest.analyze(
+            store, changed, now_ms(), table=table, naming=naming(settings)
+        )
         summary = stats.as_dict()
         summary["digests_built"] = digests
+        if evict:
+            from helixd import logs
+
+            logs.configure("warning")  # data-loss warnings on stderr; the rest is the summary
+            summary["eviction"] = await sweep_evict(store, settings, table, now_ms())
+        await store.checkpoint()
         summary["stale_files"] = await store.stale_file_count({a.name: a.version for a in REGISTRY})
         summary["store"] = str(settings.store.db)
         summary["roots"] = sorted({str(r) for _, r in pairs if Path(r).is_dir()})

@@ -16,6 +16,10 @@ def print_summary(s: dict[str, Any]) -> None:
         f"secrets redacted {s['redactions']}, digests {s['digests_built']}, "
         f"{s['seconds']:.2f} s, {s['mb_per_s']:.1f} MB/s"
     )
+    if s.get("eviction"):
+        click.echo(describe_eviction(s["eviction"]))
+        for loss in s["eviction"].get("data_loss", []):
+            click.echo(f"warning: data loss: {loss['uid']} ({loss['bytes']:,} bytes)", err=True)
     if not s["roots"]:
         click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
     skipped = s.get("skipped") or {}
@@ -33,6 +37,22 @@ def print_summary(s: dict[str, Any]) -> None:
             " (the daemon does it by itself when idle)",
             err=True,
         )
+
+
+def describe_eviction(summary: dict[str, Any]) -> str:
+    """One line for a person: what the pass dropped, and the Tier 1 usage after it."""
+    applied = summary.get("applied", 0)
+    sessions = len({e["session_id"] for e in summary.get("evictions", [])})
+    head = (
+        f"retention: {sessions} sessions evicted, {summary.get('bytes_freed', 0) / 1e6:,.1f} MB"
+        " freed"
+        if applied
+        else "retention: nothing to evict"
+    )
+    return (
+        f"{head}; Tier 1 {summary['usage_after'] / 1e6:,.1f} MB"
+        f" (soft cap {summary['soft_cap'] / 1e6:,.0f} MB)"
+    )
 
 
 def by_reason(counts: dict[str, int]) -> str:
@@ -88,6 +108,7 @@ def print_digest(d: dict[str, Any]) -> None:
         )
     if d.get("parent_uid"):
         lines.append(f"  parent {d['parent_uid']}")
+    lines.extend(project_lines(d))
     tools = ", ".join(
         f"{k} {v}" for k, v in sorted(d["tool_histogram"].items(), key=lambda kv: -kv[1])[:8]
     )
@@ -106,6 +127,26 @@ def print_digest(d: dict[str, Any]) -> None:
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
     click.echo("\n".join(lines))
+
+
+def project_lines(d: dict[str, Any]) -> list[str]:
+    """Where the session worked (spec §4.1) and the commits it is tied to (code-o11y)."""
+    out = []
+    where = [f"domain {d['domain']}"] if d.get("domain") else []
+    if d.get("repo_root"):
+        where.append(f"repo at {d['repo_root']}")
+    if d.get("git_branch"):
+        where.append(f"branch {d['git_branch']}")
+    if d.get("task_ref"):
+        where.append(f"task {d['task_ref']}")
+    if where:
+        out.append("  " + ", ".join(where))
+    if d.get("git_commit"):
+        out.append(f"  started at commit {d['git_commit']}")
+    for c in (d.get("commits") or [])[:10]:
+        message = " ".join((c.get("message") or "(no message inline)").split())[:100]
+        out.append(f"  commit {c['ts'] or '?'} [{c['status']}]: {message}")
+    return out
 
 
 def signal_lines(d: dict[str, Any]) -> list[str]:
@@ -192,8 +233,10 @@ def print_status(doc: dict[str, Any]) -> None:
     lag = doc["ingest_lag"]
     click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
     r = doc["retention"]
+    index = st.get("tier1", {}).get("index_bytes", 0)
     click.echo(
-        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events, as `evict` counts)"
+        f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events + full-text index"
+        f" {index / 1e6:,.1f} MB, as `evict` counts)"
         f" of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )

@@ -247,8 +247,13 @@ def tokens(
     for p in result["phases"]:
         click.echo(
             f"  {p['phase']:24} {p['start'] or '-':24} {p['totalTokens']:>14,}"
-            f"  ${p['totalCost']:,.2f}"
+            f"  ${p['totalCost']:,.2f}  {p['turns']:,} turns, {p['bash_commands']:,} commands,"
+            f" {p['file_edits']:,} edits"
         )
+    if result["transcript_files"]:
+        click.echo(f"transcript files ({len(result['transcript_files'])}):")
+        for path in result["transcript_files"]:
+            click.echo(f"  {path}")
 
 
 # -- stats ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from helixd.cli.common import EXIT_STORE, echo_json, load_settings, open_store, price_table
+from helixd.cli.common import EXIT_STORE, echo_json, load_settings, naming, open_store, price_table
 
 
 @click.command()
@@ -45,7 +45,12 @@ async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
     async def analyze_now() -> int:
         now = now_ms()
         return await digest.analyze(
-            store, await store.sessions_to_analyze(now, idle_ms), now, idle_ms, table
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            table,
+            naming(settings),
         )
 
     try:
@@ -64,9 +69,9 @@ def _print_evict(s: dict[str, Any]) -> None:
     from helixd.core.timeparse import iso
 
     for e in s["evictions"]:
-        what = "raw blocks" if e["stage"] == 1 else "raw blocks + events"
+        what = "raw blocks" if e["stage"] == 1 else "raw blocks + events + index"
         click.echo(
-            f"{e['pass']:8}  {e['uid']:50}  {_mb(e['bytes']):>12}  {what:19}"
+            f"{e['pass']:8}  {e['uid']:50}  {_mb(e['bytes']):>12}  {what:27}"
             f"  analyzed {iso(e['analyzed_at']) or 'never'}"
         )
     verb = "would free" if s["dry_run"] else "freed"
@@ -74,7 +79,8 @@ def _print_evict(s: dict[str, Any]) -> None:
     click.echo(
         f"{len(s['evictions'])} evictions, {verb} {_mb(freed)}; raw tier "
         f"{_mb(s['usage_before'])} -> {_mb(s['usage_after'])} "
-        f"(soft cap {_mb(s['soft_cap'])}, hard cap {_mb(s['hard_cap'])})"
+        f"(soft cap {_mb(s['soft_cap'])}, hard cap {_mb(s['hard_cap'])}); of it the"
+        f" full-text index {_mb(s['index_bytes_before'])}"
     )
     if not s["dry_run"]:
         click.echo(

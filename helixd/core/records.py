@@ -47,6 +47,7 @@ class SessionInfo:
     parent_uid: str | None = None
     cwd: str | None = None
     git_branch: str | None = None
+    git_commit: str | None = None  # the commit checked out when the session started (Codex)
     model: str | None = None
     title: str | None = None
     version: str | None = None

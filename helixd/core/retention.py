@@ -9,7 +9,8 @@ Tier 1 of a session is two stages deep:
 * stage 1 drops its **raw blocks** (the verbatim source lines, the only place the bulky
   bodies live: tool outputs, thinking, images) and keeps its ``events`` rows (summaries and
   conversation text);
-* stage 2 drops its ``events`` rows too.
+* stage 2 drops its ``events`` rows too, and its entries in the full-text index (design
+  spec §9: eviction is a privacy bound; the index is Tier 1 and counted in its budget).
 
 Its ``sessions`` row, usage facts and digest (Tier 2) are never dropped.  With
 ``stage_payloads_first`` every pass runs stage 1 over all its candidates before it takes
@@ -20,7 +21,8 @@ The algorithm, in order:
 1. usage = the Tier 1 bytes of every session (plus ``other_bytes``: raw blocks of files
    that belong to no session, counted but never chosen);
 2. backstop: analyzed sessions whose last activity is older than ``max_age_ms`` lose their
-   raw blocks (stage 1; with staging off, everything: stage 2), whatever the budget;
+   whole Tier 1 (stage 2, as spec §5.2 says; only their raw blocks, stage 1, when
+   ``backstop_keeps_events`` and staging are on), whatever the budget;
 3. budget: while usage > soft cap, the analyzed session with the oldest ``analyzed_at``
    goes (stage by stage); when no analyzed bytes are left the pass stops — un-analyzed
    data is never dropped to meet the soft cap;
@@ -58,6 +60,7 @@ class SessionUsage:
     changed_at: int | None = None
     last_activity_at: int | None = None
     evicted_at: int | None = None
+    index_bytes: int = 0  # its share of the full-text index (goes with the events)
 
     @property
     def analyzed(self) -> bool:
@@ -73,6 +76,7 @@ class Policy:
     max_age_ms: int
     distilled_cap: int
     stage_payloads_first: bool = True
+    backstop_keeps_events: bool = False
 
     @classmethod
     def from_settings(cls, retention: Any) -> Policy:
@@ -83,7 +87,12 @@ class Policy:
             max_age_ms=int(float(retention.raw_max_age_days) * DAY_MS),
             distilled_cap=int(retention.distilled_cap_bytes),
             stage_payloads_first=bool(getattr(retention, "stage_payloads_first", True)),
+            backstop_keeps_events=bool(getattr(retention, "backstop_keeps_events", False)),
         )
+
+    @property
+    def backstop_stage(self) -> int:
+        return 1 if self.stage_payloads_first and self.backstop_keeps_events else 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +140,7 @@ class _Left:
 
     def __init__(self, rows: Sequence[SessionUsage]) -> None:
         self.raw = {r.id: max(r.raw_bytes, 0) for r in rows}
-        self.events = {r.id: max(r.event_bytes, 0) for r in rows}
+        self.events = {r.id: max(r.event_bytes, 0) + max(r.index_bytes, 0) for r in rows}
 
     def freed_by(self, sid: int, stage: int) -> int:
         return self.raw[sid] + (self.events[sid] if stage >= 2 else 0)
@@ -174,7 +183,7 @@ def select_evictions(
 
     analyzed = sorted((r for r in rows if r.analyzed), key=lambda r: (r.analyzed_at, r.id))
     # 2. backstop
-    backstop_stage = _stages(policy)[0]
+    backstop_stage = policy.backstop_stage
     for row in analyzed:
         last = row.last_activity_at if row.last_activity_at is not None else row.analyzed_at
         if last is not None and now - last > policy.max_age_ms:

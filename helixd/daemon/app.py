@@ -37,8 +37,11 @@ import structlog
 from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
+from helixd.adapters.toolkinds import hook_activity
 from helixd.core import protocol
+from helixd.core.attribution import Naming
 from helixd.core.commits import CommitHub
+from helixd.core.redact import redact
 from helixd.daemon import webhost
 from helixd.daemon.control import Control
 from helixd.daemon.health import FileFailures, StoreHealth
@@ -339,7 +342,9 @@ class Daemon:
         idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
         ids = await store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(store, ids, now, idle_ms, self.prices)
+        return await digest.analyze(
+            store, ids, now, idle_ms, self.prices, Naming.from_settings(self.settings.repos)
+        )
 
     def _limits(self) -> Limits:
         s = self.settings
@@ -412,6 +417,22 @@ class Daemon:
             return {"idle": True}
         return await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
 
+    async def _keep_hook_activity(
+        self, agent: str | None, sid: str | None, activity: tuple[str, str | None, str, str]
+    ) -> None:
+        """A hook's shell command or edit, redacted, into ``hook_events`` (Tier 2: Hegel's
+        hook activity per phase); the time is when it arrived.  Never fails the hook."""
+        store = self.guard.store  # as it is: a hook reply never waits for a store recovery
+        if store is None:
+            return
+        tool, call_id, what, target = activity
+        masked, _ = redact(target.encode("utf-8", "replace"))
+        row = (now_ms(), agent, sid, what, tool, call_id, masked.decode("utf-8", "replace"))
+        try:
+            await store.save_hook_event(row)
+        except Exception as exc:  # a store fault must not cost the agent its hook reply
+            log.warning("hook_activity_not_kept", error=f"{type(exc).__name__}: {exc}")
+
     async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         """An agent's hook ping: read its transcript now; a session end closes the session.
         A payload sent without naming its agent is attributed by its transcript's root.
@@ -439,6 +460,9 @@ class Daemon:
             self.queue.put(RECONCILE)
             queued.append("reconcile")
         sid = protocol.session_id(payload)
+        activity = hook_activity(payload)
+        if activity is not None:
+            await self._keep_hook_activity(agent, sid, activity)
         ended = bool(sid and agent) and protocol.session_ended(payload)
         if ended:  # applied by the worker after the transcript queued above was read
             self.queue.put(f"{SESSION_END}{agent}:{sid}")
@@ -578,8 +602,9 @@ class _Stop(Exception):
     """Leaves the TaskGroup so that its other tasks are cancelled."""
 
 
-async def run_once(settings: config.Settings) -> int:
-    """One full sweep: every file once, then the digests of what changed."""
+async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
+    """One full sweep (design spec §8): every file once, the digests of what changed, then
+    the retention pass (unless ``evict`` is false)."""
     store = await Store.open(settings.store.db)
     try:
         projects = known_projects(settings.store.db)
@@ -597,9 +622,14 @@ async def run_once(settings: config.Settings) -> int:
             now,
             idle_ms,
             config.price_table(settings),
+            Naming.from_settings(settings.repos),
         )
+        evicted: dict[str, Any] = {}
+        if evict:
+            done = await eviction.sweep_evict(store, settings, config.price_table(settings), now)
+            evicted = {"evicted_bytes": done.get("bytes_freed", 0), "tier1": done["usage_after"]}
         await store.checkpoint()
-        log.info("sweep_done", digests=built, **stats.as_dict())
+        log.info("sweep_done", digests=built, **evicted, **stats.as_dict())
     finally:
         await store.close()
     return 0
@@ -607,7 +637,10 @@ async def run_once(settings: config.Settings) -> int:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helixd")
-@click.option("--once", is_flag=True, help="Do one full sweep (ingest + digests) and exit.")
+@click.option(
+    "--once", is_flag=True, help="Do one full sweep (ingest, digests, retention) and exit."
+)
+@click.option("--no-evict", is_flag=True, help="With --once: skip the retention pass.")
 @click.option(
     "--config",
     "config_path",
@@ -615,7 +648,7 @@ async def run_once(settings: config.Settings) -> int:
     default=None,
     help="TOML config file.",
 )
-def main(once: bool, config_path: Path | None) -> None:
+def main(once: bool, no_evict: bool, config_path: Path | None) -> None:
     """Watch the agents' log directories and keep the Helix store up to date."""
     try:
         settings = config.load(config_path)
@@ -635,16 +668,20 @@ def main(once: bool, config_path: Path | None) -> None:
     except OSError as exc:  # the store's folder cannot hold the lock (yet): retried
         log.warning("pid_lock_unavailable", path=str(lock.path), error=str(exc))
     try:
-        code = _once(settings) if once else asyncio.run(Daemon(settings, config_path, lock).run())
+        code = (
+            _once(settings, evict=not no_evict)
+            if once
+            else asyncio.run(Daemon(settings, config_path, lock).run())
+        )
     finally:
         lock.release()
     sys.exit(code)
 
 
-def _once(settings: config.Settings) -> int:
+def _once(settings: config.Settings, evict: bool = True) -> int:
     """``helixd --once``: exit 3 with one line when the store cannot be used."""
     try:
-        return asyncio.run(run_once(settings))
+        return asyncio.run(run_once(settings, evict=evict))
     except Exception as exc:
         fault = classify(exc, settings.store.db)
         if fault is None:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.adapters import adapter_named
+from helixd.core.attribution import DEFAULT_DOMAIN, Naming, commit_message, is_commit_command
 from helixd.core.pricing import bundled
 from helixd.core.signals import Marker, Signals, extract, summarize
 from helixd.core.timeparse import iso
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     from helixd.core.pricing import PriceTable
     from helixd.store.database import Store
 
-SCHEMA_VERSION: Final = 2  # 2: tool_calls / test_runs / files summaries, first_seq
+# 2: tool_calls / test_runs / files summaries, first_seq; 3: domain a string, repo through
+# git (repo_root), task_ref, commits
+SCHEMA_VERSION: Final = 3
 SNIPPET_CHARS: Final = 280
 IDLE_CLOSE_MS: Final = 30 * 60 * 1000
 FAIL_STREAK: Final = 3
@@ -218,9 +221,12 @@ def build(
         "flavor": s["agent"],
         "native_session_id": s["native_id"],
         "repo": s["repo"],
-        "domain": None,
+        "domain": s.get("domain") or DEFAULT_DOMAIN,
+        "repo_root": s.get("repo_root"),
+        "task_ref": s.get("task_ref"),
         "cwd": s["cwd"],
         "git_branch": s["git_branch"],
+        "git_commit": s.get("git_commit"),
         "title": s["title"],
         "model": s["model"],
         "models": sorted(m for m in facts["usage_by_model"] if m),
@@ -253,6 +259,7 @@ def build(
         "first_prompt": _snip(first[1] or first[0]) if first else "",
         "last_assistant": _snip(last[1] or last[0]) if last else "",
         "error_snippets": _errors(sig.markers),
+        "commits": commits(sig),
         **summarize(sig),
         "parent_uid": s["parent_uid"],
         "agent_type": s["agent_type"],
@@ -274,18 +281,45 @@ def build(
     }
 
 
+def commits(sig: Signals) -> list[dict[str, Any]]:
+    """The ``git commit`` runs among the session's tool calls (code-o11y: sessions ↔
+    commits): the call's ``seq``, time, status and the message given inline (``-m``)."""
+    found = []
+    for call in sig.tool_calls:
+        if "commit" not in call.target:  # most calls: no regex, no split
+            continue
+        command = call.target.split(": ", 1)[1] if call.target.startswith(f"{call.tool}: ") else ""
+        if command and is_commit_command(command):
+            found.append(
+                {
+                    "seq": call.call_seq,
+                    "ts": iso(call.ts),
+                    "status": call.status,
+                    "message": commit_message(command),
+                }
+            )
+    return found
+
+
 async def analyze(
     store: Store,
     session_ids: Iterable[int],
     now: int,
     idle_ms: int = IDLE_CLOSE_MS,
     table: PriceTable | None = None,
+    naming: Naming | None = None,
 ) -> int:
-    """Rebuild and save the digests and signals of ``session_ids``; returns how many."""
+    """Rebuild and save the digests and signals of ``session_ids``, with each session's
+    repo, domain and task reference resolved first (``helixd.ingest.attribution``);
+    returns how many."""
+    from helixd.ingest.attribution import resolve_projects, with_task_refs
+
     ids = list(session_ids)
     table = table or prices()
+    naming = naming or Naming()
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
+        projects = await resolve_projects(store, part, naming)
         # what was read is what gets analyzed: a change committed after this instant (an
         # ingest between the read and the save) leaves the session to analyze again (one
         # committed within the same millisecond after the read waits for the next change)
@@ -296,5 +330,6 @@ async def analyze(
             sig = extract(f["signal_rows"])
             d = build(f, now, idle_ms, table, sig)
             saved.append((sid, d, d["provisional"], sig))
+        await store.save_attribution(with_task_refs(projects, saved, naming))
         await store.save_digests(saved, SCHEMA_VERSION, read_at)
     return len(ids)

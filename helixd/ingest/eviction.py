@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from helixd.core.attribution import Naming
 from helixd.core.retention import Plan, Policy, select_evictions
+from helixd.ingest import digest
 from helixd.store.faults import classify
 
 if TYPE_CHECKING:
@@ -29,9 +31,11 @@ async def plan_pass(
     store: Store, policy: Policy, now: int, analyze: Analyze | None
 ) -> tuple[Plan, dict[str, Any]]:
     """The plan, after analyzing now when the hard cap asks for it (and ``analyze`` is
-    given); also returns what happened on the way (``analyzed_now``, errors)."""
+    given); also returns what happened on the way (``analyzed_now``, errors) and the full-text
+    index's part of Tier 1 (``index_bytes_before``)."""
     notes: dict[str, Any] = {"analyzed_now": False, "analyze_error": None}
     usage = await store.retention_usage()
+    notes["index_bytes_before"] = usage["index_bytes"]
     plan = _plan(usage, now, policy, analyzed_now=False)
     if plan.analyze_first and analyze is not None:
         notes["analyzed_now"] = True
@@ -80,6 +84,7 @@ async def evict_pass(
         "soft_cap": policy.soft_cap,
         "hard_cap": policy.hard_cap,
         "stage_payloads_first": policy.stage_payloads_first,
+        "backstop_keeps_events": policy.backstop_keeps_events,
         "distilled_bytes": plan.distilled_bytes,
         "distilled_cap": policy.distilled_cap,
         "tier2_over_cap": plan.tier2_over,
@@ -99,6 +104,9 @@ async def evict_pass(
     summary["applied"] = len(done)
     summary["bytes_freed"] = sum(e.bytes for e in done)
     summary["usage_after"] = plan.usage_before - summary["bytes_freed"]
+    summary["index_bytes_after"] = (
+        (await store.retention_usage())["index_bytes"] if done else (summary["index_bytes_before"])
+    )
     summary["vacuum"] = await store.shrink() if done else None
     summary["file_bytes_after"] = store.file_bytes()
     summary["seconds"] = round(time.perf_counter() - t0, 3)
@@ -114,3 +122,22 @@ async def evict_pass(
             file_after=summary["file_bytes_after"],
         )
     return summary
+
+
+async def sweep_evict(store: Store, settings: Any, table: Any, now: int) -> dict[str, Any]:
+    """The retention pass that ends a one-shot sweep (``helixctl ingest``, ``helixd
+    --once``; design spec §5.2 "runs after each ingest+analyze sweep"), with the sweep's own
+    analysis as its "analyze now".  ``settings`` is the full ``Settings``."""
+    idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
+
+    async def analyze_now() -> int:
+        return await digest.analyze(
+            store,
+            await store.sessions_to_analyze(now, idle_ms),
+            now,
+            idle_ms,
+            table,
+            Naming.from_settings(settings.repos),
+        )
+
+    return await evict_pass(store, settings.retention, now, analyze_now)

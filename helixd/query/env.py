@@ -6,9 +6,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-MCP_PREFIX: Final = "mcp__"
+from helixd.adapters.toolkinds import is_infra_tool
 
 
 def export_values(digest: Mapping[str, Any], store_db: Path) -> dict[str, str | int | float]:
@@ -16,13 +16,13 @@ def export_values(digest: Mapping[str, Any], store_db: Path) -> dict[str, str | 
     cost = digest.get("cost") or {}
     tools: Mapping[str, int] = digest.get("tool_histogram") or {}
     calls = sum(tools.values())
-    mcp = sum(n for name, n in tools.items() if name.startswith(MCP_PREFIX))
+    infra = sum(n for name, n in tools.items() if is_infra_tool(name))
     return {
         "HELIX_SESSION_UID": digest["session_uid"],
         "HELIX_REPO": digest.get("repo") or "",
         "HELIX_FLAVOR": digest.get("flavor") or "",
         "HELIX_TOKENS": int(cost.get("input_tokens", 0)) + int(cost.get("output_tokens", 0)),
-        "HELIX_INFRA_OVERHEAD_SHARE": round(mcp / calls, 3) if calls else 0.0,
+        "HELIX_INFRA_OVERHEAD_SHARE": round(infra / calls, 3) if calls else 0.0,
         "HELIX_STORE_DB": str(store_db.expanduser().resolve()),
     }
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Final
 
+from helixd.adapters.toolkinds import SHELL_TOOLS
 from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import (
@@ -122,7 +123,8 @@ def tokens(
     """Usage of every session of ``repo`` in ``[since, until)``: the sessions, their files,
     totals, and per phase when ``transitions`` (``(ms, phase)``, in order) are given."""
     records, sessions = queries.usage_records(con, since, until, repo, agents)
-    doc = attribute(records, list(transitions), prices)
+    activity, files = queries.activity_records(con, since, until, repo, agents, sorted(SHELL_TOOLS))
+    doc = attribute(records, list(transitions), prices, activity)
     for p in doc["phases"]:
         p["start"], p["end"] = iso(p["start"]), iso(p["end"])
     models = {b["modelName"] for b in doc["total"]["modelBreakdowns"]}
@@ -137,5 +139,6 @@ def tokens(
             for u, a, c, s, e, f in sessions
         ],
         "files": sum(s[5] for s in sessions),
+        "transcript_files": files,
         **doc,
     }

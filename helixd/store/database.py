@@ -33,7 +33,17 @@ import aiosqlite
 from helixd import filemodes
 from helixd.core.commits import DIGEST, INGEST, REBUILD, Commit
 from helixd.core.signals import Signals
-from helixd.store import evict, facts, probe, queries, reader, renorm, replay_write, writer
+from helixd.store import (
+    attribution,
+    evict,
+    facts,
+    probe,
+    queries,
+    reader,
+    renorm,
+    replay_write,
+    writer,
+)
 from helixd.store.faults import SQLITE_MAGIC, StoreError, StoreFault, classify
 from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Batch
@@ -364,6 +374,39 @@ class Store:
         if done:
             self._publish(REBUILD)
         return done
+
+    async def save_hook_event(self, row: tuple[Any, ...]) -> None:
+        """A hook's shell command or edit: ``(at, agent, native id, what, tool, call id,
+        target)`` (``helixd.store.hook_events``)."""
+        from helixd.store import hook_events
+
+        await self.run(hook_events.save, self.db._conn, row)
+
+    async def get_digest(self, session_uid: str) -> dict[str, Any] | None:
+        """The digest of the session ``session_uid`` (``<flavor>:<native id>``, exactly) as
+        the analyze pass wrote it (design spec §11.2; fields in ``docs/api-python.md``), or
+        None when there is no such session or no digest yet."""
+        import orjson
+
+        from helixd.store.session_queries import digest_of_uid
+
+        raw = await self.run(digest_of_uid, self.db._conn, session_uid)
+        return None if raw is None else dict(orjson.loads(raw))
+
+    # -- attribution (helixd.store.attribution) --------------------------------------------
+    async def attribution_inputs(
+        self, session_ids: Sequence[int]
+    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[str, str | None]]]:
+        """``(id, cwd, git_branch)`` of these sessions, and the roots resolved so far."""
+
+        def read(con: Any) -> tuple[list[tuple[Any, ...]], dict[str, tuple[str, str | None]]]:
+            return attribution.session_inputs(con, session_ids), attribution.known_roots(con)
+
+        return await self.run(read, self.db._conn)
+
+    async def save_attribution(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``(id, repo, repo_root, domain, task_ref)`` per session."""
+        await self.run(attribution.save, self.db._conn, list(rows))
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:

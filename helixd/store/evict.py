@@ -8,7 +8,13 @@ frees (``tests/test_eviction.py`` checks the two against SQLite's own page accou
   entry, the unused tail of its last overflow page);
 * events: the UTF-8 bytes of ``summary`` and ``body`` plus ``EVENT_ROW_OVERHEAD`` per row
   (the integer columns and the three index entries: ``UNIQUE (session_id, ekey)``,
-  ``events_seq``, ``events_anchor``).
+  ``events_seq``, ``events_anchor``);
+* the full-text index: the stored bytes of the FTS5 segments (``search_data``) shared out
+  over its documents (``search_docs`` rows), plus ``INDEX_DOC_ROW_BYTES`` per document.  A
+  session's share goes with its events (stage 2): its entries are deleted, the index
+  optimized so the deleted terms are really gone (design spec §9), and its ``search_docs``
+  rows dropped.  A thinking block's text is index-only (contentless FTS5 deletes an entry by
+  its text): its entry cannot be deleted, and is left unreachable without its document row.
 
 Raw blocks belong to a session through their file (``files.session_id``); blocks of files
 that belong to no session are counted as ``other_bytes`` and never dropped.
@@ -26,6 +32,7 @@ from typing import Any, Final
 
 from helixd.core.retention import Eviction, SessionUsage
 from helixd.store.faults import rollback
+from helixd.store.search_write import SearchIndexWriter
 
 # Page-level costs measured with dbstat on the store of the 1 GB bench corpus: a raw block
 # leaves ~974 bytes of slack (its last overflow page is half empty on average) and an event
@@ -42,6 +49,11 @@ SIGNAL_ROW_BYTES: Final = {
     "file_operations": 101,
     "session_signals": 40,
 }
+# A ``search_docs`` row (id, session, kind, time) and its index entry on ``session_id``.
+INDEX_DOC_ROW_BYTES: Final = 40
+# A hook_events row beyond its target text: time, agent, session id, kind, tool, call id
+# (an estimate from the columns' sizes, not measured with dbstat).
+HOOK_ROW_OVERHEAD: Final = 80
 APPLY_BATCH: Final = 100
 
 _RAW_BY_SESSION: Final = (
@@ -64,19 +76,33 @@ _TIER1: Final = (
     " (SELECT coalesce(sum(length(CAST(summary AS BLOB))"
     f" + coalesce(length(CAST(body AS BLOB)), 0) + {EVENT_ROW_OVERHEAD}), 0) FROM events)"
 )
+_INDEX_SEGMENTS: Final = "SELECT coalesce(sum(length(block)), 0) FROM search_data"
+_DOCS_BY_SESSION: Final = "SELECT session_id, count(*) FROM search_docs GROUP BY session_id"
 
 
-def tier1_bytes(con: sqlite3.Connection) -> tuple[int, int]:
-    """``(raw blocks, events)`` bytes of Tier 1, counted as ``measure`` counts them (their
-    sum is what the retention budgets cap), without the per-session grouping."""
+def tier1_bytes(con: sqlite3.Connection) -> tuple[int, int, int]:
+    """``(raw blocks, events, full-text index)`` bytes of Tier 1, counted as ``measure``
+    counts them (their sum is what the retention budgets cap), without the per-session
+    grouping."""
     raw, events = con.execute(_TIER1).fetchone()
-    return int(raw), int(events)
+    docs = int(con.execute("SELECT count(*) FROM search_docs").fetchone()[0])
+    return int(raw), int(events), _index_total(con) + docs * INDEX_DOC_ROW_BYTES
+
+
+def _index_total(con: sqlite3.Connection) -> int:
+    return int(con.execute(_INDEX_SEGMENTS).fetchone()[0])
 
 
 def measure(con: sqlite3.Connection) -> dict[str, Any]:
-    """``{"rows": [SessionUsage], "other_bytes", "distilled_bytes"}``."""
+    """``{"rows": [SessionUsage], "other_bytes", "distilled_bytes", "index_bytes"}`` (the
+    last is already in the rows and ``other_bytes``: the index's part of Tier 1)."""
     raw: dict[int | None, int] = {sid: int(n) for sid, n in con.execute(_RAW_BY_SESSION)}
     events = {int(sid): int(n) for sid, n in con.execute(_EVENTS_BY_SESSION)}
+    docs = {int(sid): int(n) for sid, n in con.execute(_DOCS_BY_SESSION)}
+    segments = _index_total(con)
+    total_docs = sum(docs.values())
+    shares = {sid: segments * n // total_docs for sid, n in docs.items()}
+    index = {sid: shares[sid] + n * INDEX_DOC_ROW_BYTES for sid, n in docs.items()}
     rows = []
     for sid, uid, analyzed, changed, last, evicted in con.execute(_SESSIONS):
         rows.append(
@@ -89,9 +115,18 @@ def measure(con: sqlite3.Connection) -> dict[str, Any]:
                 changed_at=changed,
                 last_activity_at=last,
                 evicted_at=evicted,
+                index_bytes=index.pop(sid, 0),
             )
         )
-    return {"rows": rows, "other_bytes": sum(raw.values()), "distilled_bytes": distilled_bytes(con)}
+    # raw blocks of files without a session, the index shares of documents whose session
+    # row is gone, and segments with no documents left (unreachable thinking entries)
+    other = sum(raw.values()) + sum(index.values()) + segments - sum(shares.values())
+    return {
+        "rows": rows,
+        "other_bytes": other,
+        "distilled_bytes": distilled_bytes(con),
+        "index_bytes": segments + total_docs * INDEX_DOC_ROW_BYTES,
+    }
 
 
 def distilled_bytes(con: sqlite3.Connection) -> int:
@@ -103,7 +138,18 @@ def distilled_bytes(con: sqlite3.Connection) -> int:
         int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) * size
         for table, size in SIGNAL_ROW_BYTES.items()
     )
-    return int(row[0]) + int(row[1]) * USAGE_ROW_BYTES + int(row[2]) * SESSION_ROW_BYTES + signals
+    hooks = int(
+        con.execute(
+            f"SELECT coalesce(sum(length(target) + {HOOK_ROW_OVERHEAD}), 0) FROM hook_events"
+        ).fetchone()[0]
+    )
+    return (
+        int(row[0])
+        + int(row[1]) * USAGE_ROW_BYTES
+        + int(row[2]) * SESSION_ROW_BYTES
+        + signals
+        + hooks
+    )
 
 
 def _still_analyzed(con: sqlite3.Connection, sid: int) -> bool:
@@ -123,6 +169,7 @@ def _drop(con: sqlite3.Connection, e: Eviction, now: int, loss_reason: str) -> b
     con.execute(f"DELETE FROM bad_lines WHERE file_id IN ({files})", (e.session_id,))
     con.execute("UPDATE files SET raw_bytes = 0 WHERE session_id = ?", (e.session_id,))
     if e.stage >= 2:
+        SearchIndexWriter(con).forget_sessions([e.session_id])
         con.execute("DELETE FROM events WHERE session_id = ?", (e.session_id,))
     con.execute(
         "UPDATE sessions SET evicted_at = coalesce(evicted_at, ?),"
@@ -157,7 +204,22 @@ def apply(
         except BaseException:
             rollback(con)
             raise
+    if any(e.stage >= 2 for e in done):
+        purge_index(con)
     return done
+
+
+def purge_index(con: sqlite3.Connection) -> None:
+    """Merge the full-text index into one segment: FTS5 records a delete as a tombstone
+    beside the old entry until its segments are merged, so without this the evicted terms
+    would still be in the file (design spec §9)."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        con.execute("INSERT INTO search (search) VALUES ('optimize')")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def file_bytes(path: str) -> int:

@@ -256,6 +256,67 @@ def usage_records(
     return records, sessions
 
 
+def activity_records(
+    con: sqlite3.Connection,
+    since: int,
+    until: int | None,
+    repo: str | None,
+    agents: Sequence[str],
+    shell_tools: Sequence[str],
+) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """The hook-level activity of the repo's sessions in ``[since, until)``: shell commands
+    (tool calls of ``shell_tools``, the command as the call's summary holds it: the first 200
+    characters), file edits, and what the agents' hooks reported (``hook_events``) that the
+    transcripts' tool calls do not hold, as ``(ts, "bash" | "edit", text)`` in time
+    order; and the transcript files of the sessions active in the range (usage, a tool call
+    or an edit in it), sorted."""
+    where: list[str] = []
+    params: list[Any] = []
+    session_filter(where, params, agents, repo)
+    scope = " AND ".join(where) or "1"
+    until_ms = until if until is not None else 2**62
+    marks = ",".join("?" * len(shell_tools)) or "NULL"
+    rows = con.execute(
+        "SELECT t.ts, 'bash', CASE WHEN substr(t.target, 1, length(t.tool) + 2) = t.tool || ': '"
+        " THEN substr(t.target, length(t.tool) + 3) ELSE t.target END"
+        " FROM tool_calls t JOIN sessions s ON s.id = t.session_id"
+        f" WHERE t.ts >= ? AND t.ts < ? AND t.tool IN ({marks}) AND {scope}"
+        " UNION ALL SELECT o.ts, 'edit', o.file_path FROM file_operations o"
+        f" JOIN sessions s ON s.id = o.session_id WHERE o.ts >= ? AND o.ts < ? AND {scope}"
+        # what the hooks reported that the transcripts' tool calls do not hold
+        " UNION ALL SELECT h.at, h.what, h.target FROM hook_events h"
+        " JOIN sessions s ON s.native_id = h.native_id AND s.agent = h.agent"
+        f" WHERE h.at >= ? AND h.at < ? AND {scope} AND (h.call_id IS NULL OR NOT EXISTS"
+        " (SELECT 1 FROM events e WHERE e.session_id = s.id AND e.call_id = h.call_id"
+        " AND e.kind = 'tool_call'))"
+        " ORDER BY 1",
+        [
+            since,
+            until_ms,
+            *shell_tools,
+            *params,
+            since,
+            until_ms,
+            *params,
+            since,
+            until_ms,
+            *params,
+        ],
+    ).fetchall()
+    files = [
+        p
+        for (p,) in con.execute(
+            "SELECT DISTINCT f.path FROM files f JOIN sessions s ON s.id = f.session_id"
+            f" WHERE {scope} AND (s.id IN (SELECT session_id FROM usage WHERE ts >= ? AND ts < ?)"
+            " OR s.id IN (SELECT session_id FROM tool_calls WHERE ts >= ? AND ts < ?)"
+            " OR s.id IN (SELECT session_id FROM file_operations WHERE ts >= ? AND ts < ?))"
+            " ORDER BY f.path",
+            [*params, since, until_ms, since, until_ms, since, until_ms],
+        )
+    ]
+    return rows, files
+
+
 def search(
     con: sqlite3.Connection,
     query: str,

@@ -19,7 +19,8 @@ _CURSOR_COLS: Final = (
 SESSION_COLS: Final = (
     "id, uid, agent, native_id, parent_uid, cwd, repo, git_branch, model, title, version,"
     " agent_type, started_at, ended_at, ended, messages, events, adapter_version, source_path,"
-    " discovered_at, ingested_at, changed_at, analyzed_at, evicted_at"
+    " discovered_at, ingested_at, changed_at, analyzed_at, evicted_at, repo_root, domain, task_ref,"
+    " git_commit"
 )
 _SESSION_NAMES: Final = [c.strip() for c in SESSION_COLS.split(",")]
 

@@ -560,4 +560,48 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """
         + _outbox_triggers(),
     ),
+    (
+        "m011_evicted_index",
+        """
+        -- Eviction takes a session's full-text index entries with its events (design spec
+        -- §9).  Sessions evicted before that have no event rows left to delete their entries
+        -- by text: their documents go, so no search reaches them.
+        DELETE FROM search_docs
+            WHERE session_id IN (SELECT id FROM sessions WHERE evict_stage >= 2);
+        """,
+    ),
+    (
+        "m012_attribution",
+        f"""
+        -- Design spec §4.1: the repo resolved through git (a worktree's main worktree,
+        -- the remote), the domain and the task reference, set by the analyze pass; every
+        -- session is analyzed again to fill them (digest schema 3).
+        ALTER TABLE sessions ADD COLUMN repo_root TEXT;
+        ALTER TABLE sessions ADD COLUMN domain TEXT;
+        ALTER TABLE sessions ADD COLUMN task_ref TEXT;
+        -- code-o11y: the commit checked out when the session started, where the agent
+        -- records it (a session header's git commit hash)
+        ALTER TABLE sessions ADD COLUMN git_commit TEXT;
+        UPDATE sessions SET changed_at = max(coalesce(changed_at, 0), {_NOW_MS})
+            WHERE evict_stage < 2 AND analyzed_at IS NOT NULL;
+        """,
+    ),
+    (
+        "m013_hook_events",
+        """
+        -- Tier 2: the shell commands and file edits agents' hooks reported to the daemon
+        -- (redacted), for the per-phase hook activity of `helixctl tokens --phases`.
+        CREATE TABLE hook_events (
+            id INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL,
+            agent TEXT,
+            native_id TEXT,
+            what TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            call_id TEXT,
+            target TEXT NOT NULL
+        );
+        CREATE INDEX hook_events_at ON hook_events (at);
+        """,
+    ),
 )

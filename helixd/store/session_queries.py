@@ -131,6 +131,15 @@ def digest_json(con: sqlite3.Connection, session_id: int) -> bytes | None:
     return None if row is None else bytes(row[0]) if isinstance(row[0], bytes) else row[0].encode()
 
 
+def digest_of_uid(con: sqlite3.Connection, uid: str) -> bytes | None:
+    """The digest JSON of the session whose uid is exactly ``uid`` (spec §11.2)."""
+    row = con.execute(
+        "SELECT d.json FROM digests d JOIN sessions s ON s.id = d.session_id WHERE s.uid = ?",
+        (uid,),
+    ).fetchone()
+    return None if row is None else bytes(row[0]) if isinstance(row[0], bytes) else row[0].encode()
+
+
 def children(con: sqlite3.Connection, uid: str) -> list[dict[str, Any]]:
     """Sessions whose parent is ``uid`` (subagents, forks), oldest first."""
     rows = con.execute(
@@ -203,8 +212,13 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     summary["evictions"] = {"count": n, "bytes": b, "last_at": at}
     # The raw tier as the retention pass counts it (raw blocks + events): status and evict
     # compare the same number with the budgets.
-    raw, events = tier1_bytes(con)
-    summary["tier1"] = {"raw_blocks_bytes": raw, "events_bytes": events, "bytes": raw + events}
+    raw, events, index = tier1_bytes(con)
+    summary["tier1"] = {
+        "raw_blocks_bytes": raw,
+        "events_bytes": events,
+        "index_bytes": index,
+        "bytes": raw + events + index,
+    }
     tracked = con.execute("SELECT path, offset, gone_at FROM files").fetchall()
     return {"summary": summary, "files": [tuple(f) for f in tracked]}
 

@@ -114,7 +114,16 @@ def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
         row = merged.setdefault(
             info.uid, {"uid": info.uid, "agent": info.agent, "native_id": info.native_id}
         )
-        for field in ("parent_uid", "cwd", "git_branch", "model", "title", "version", "agent_type"):
+        for field in (
+            "parent_uid",
+            "cwd",
+            "git_branch",
+            "git_commit",
+            "model",
+            "title",
+            "version",
+            "agent_type",
+        ):
             value = getattr(info, field)
             if value is not None:
                 row[field] = value
@@ -137,17 +146,18 @@ def record_uids(events: Iterable[Event], usage: Iterable[UsageFact]) -> set[str]
 
 
 _UPSERT_SESSION: Final = """
-INSERT INTO sessions (uid, agent, native_id, parent_uid, cwd, repo, git_branch, model, title,
-    version, agent_type, started_at, ended_at, ended, adapter_version, source_path,
-    discovered_at, ingested_at, changed_at)
-VALUES (:uid, :agent, :native_id, :parent_uid, :cwd, :repo, :git_branch, :model, :title,
-    :version, :agent_type, :first_ts, :last_ts, :ended, :adapter_version, :source_path,
-    :now, :now, :now)
+INSERT INTO sessions (uid, agent, native_id, parent_uid, cwd, repo, git_branch, git_commit,
+    model, title, version, agent_type, started_at, ended_at, ended, adapter_version,
+    source_path, discovered_at, ingested_at, changed_at)
+VALUES (:uid, :agent, :native_id, :parent_uid, :cwd, :repo, :git_branch, :git_commit,
+    :model, :title, :version, :agent_type, :first_ts, :last_ts, :ended, :adapter_version,
+    :source_path, :now, :now, :now)
 ON CONFLICT (uid) DO UPDATE SET
     parent_uid = coalesce(excluded.parent_uid, parent_uid),
     cwd = coalesce(excluded.cwd, cwd),
-    repo = coalesce(excluded.repo, repo),
+    repo = CASE WHEN repo_root IS NULL THEN coalesce(excluded.repo, repo) ELSE repo END,
     git_branch = coalesce(excluded.git_branch, git_branch),
+    git_commit = coalesce(excluded.git_commit, git_commit),
     model = coalesce(excluded.model, model),
     title = coalesce(excluded.title, title),
     version = coalesce(excluded.version, version),
@@ -418,6 +428,7 @@ class Writer:
                 "parent_uid": None,
                 "cwd": None,
                 "git_branch": None,
+                "git_commit": None,
                 "model": None,
                 "title": None,
                 "version": None,
