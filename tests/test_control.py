@@ -442,3 +442,38 @@ def test_hook_activity_is_kept_redacted_and_counted_per_phase(
     assert (by["deploy"]["bash_commands"], by["deploy"]["file_edits"]) == (1, 0)
     assert by["deploy"]["commands"][0].endswith("make deploy")
     assert token not in out.stdout
+
+
+def test_hook_activity_masks_a_secret_at_the_cut_and_keeps_nothing_of_a_disabled_agent(
+    daemon: Helixd, home: Path
+) -> None:
+    """The command is masked whole before it is cut to its summary (a token across the cut
+    is still masked), and an agent Helix does not read leaves no activity behind."""
+    daemon.start(HELIX_AGENTS__GEMINI__ENABLED="false")
+    f = project(home) / f"{SID}.jsonl"
+    f.write_bytes(line(0) + line(1, "assistant"))
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    command = "echo " + "x" * 150 + " && git push https://" + token + "@github.com/o/r"
+    ran = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "session_id": SID}
+    gemini = {**ran, "hook_event_name": "AfterTool", "tool_name": "run_shell_command"}
+    hook(daemon, "gemini", {**gemini, "tool_input": {"command": "make secret-gemini"}})
+    hook(daemon, "claude", {**ran, "transcript_path": str(f), "tool_input": {"command": command}})
+
+    def kept() -> list[tuple[str, str]]:
+        import sqlite3
+
+        con = sqlite3.connect(daemon.db)
+        try:
+            return con.execute("SELECT agent, target FROM hook_events ORDER BY id").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            con.close()
+
+    wait_for(lambda: len(kept()) >= 1, 10, "hook activity")
+    rows = kept()
+    assert [a for a, _ in rows] == ["claude"]
+    stored = rows[0][1]
+    assert len(stored) <= 200 and "[REDACTED" in stored
+    assert not any(token[:n] in stored for n in range(8, len(token) + 1))
+    assert daemon.stop() == 0

@@ -120,7 +120,8 @@ def test_a_lock_held_by_another_process_delays_ingest_and_drops_nothing(
 
 def test_scheduled_jobs_meeting_a_lock_are_retried_with_backoff(helixd: Any, home: Path) -> None:
     session(home)
-    d = helixd().start(HELIX_DAEMON__EVICT_SECONDS="1")
+    # the fixtures are old: the age backstop has Tier 1 to drop, so the evict job must write
+    d = helixd().start(HELIX_DAEMON__EVICT_SECONDS="1", HELIX_RETENTION__RAW_MAX_AGE_DAYS="1")
     wait_for(lambda: count_rows(d.db) == 2, 10, "first lines")
     with LockHolder(d.db):
 

@@ -313,3 +313,48 @@ async def test_a_database_at_rest_is_read_without_creating_anything_beside_it(
     assert sorted(os.listdir(project / ".crush")) == before == ["crush.db"]
     assert sha(project / ".crush" / "crush.db") == digest
     assert (await ingest(db, (CRUSH, project))).files_read == 0
+
+
+def test_a_row_whose_text_is_not_utf8_is_read_with_the_rows_after_it(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in a text column are replaced, never a reason to stop: the
+    rows after that one are read too."""
+    path = tmp_path / "bad.db"
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("CREATE TABLE messages (id TEXT, created_at INTEGER, parts TEXT)")
+    con.execute("INSERT INTO messages VALUES ('a', 1, 'ok')")
+    con.execute("INSERT INTO messages VALUES ('b', 2, CAST(x'ff' AS TEXT))")
+    con.execute("INSERT INTO messages VALUES ('c', 3, 'later row')")
+    con.close()
+    from helixd.adapters.base import Table
+
+    with agentdb.snapshot(str(path)) as conn:
+        rows = partial(agentdb.rows, conn)
+        data = b"".join(
+            p.data
+            for p in dbsource.read_rows(rows, [Table("messages", "", "created_at")], {}, 0, 1)
+        )
+    assert data.count(b'"table":"messages"') == 3 and b"later row" in data
+    assert "\ufffd".encode() in data
+
+
+async def test_the_agent_writes_while_helix_commits_what_it_read(tmp_path: Path) -> None:
+    """A rollback-journal database (Cursor's state.vscdb, Goose): Helix's read transaction
+    is closed before the first row line is handed on, so the agent's writer is never held
+    for the time the store takes to commit them."""
+    project = project_with(
+        tmp_path, "p", FIXTURES / "crush" / "Starmel__OpenSuperWhisper" / ".crush"
+    )
+    db = project / ".crush" / "crush.db"
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute("PRAGMA journal_mode=DELETE")  # the agent without WAL
+    con.close()
+    assert not Path(f"{db}-wal").exists()
+    async with await Store.open(tmp_path / "helix.db") as store:
+        ingestor = Ingestor(store)
+        src = next(s for s in discover([(CRUSH, project)]) if s.path == str(db))
+        planned = ingestor._plan_db(src, None, IngestStats())
+        next(planned)  # the first piece is handed on: Helix is between read and commit
+        agent = sqlite3.connect(db, isolation_level=None, timeout=0)
+        agent.execute("CREATE TABLE IF NOT EXISTS helix_probe (x)")  # needs the write lock
+        agent.close()
+        planned.close()

@@ -288,6 +288,9 @@ def result_failed(state: dict[str, Any], call_id: str | None, failed: bool) -> N
 TOOL_RAN_HOOKS: Final = frozenset({"PostToolUse", "AfterTool"})
 
 
+HOOK_TEXT_CHARS: Final = 1 << 16
+
+
 def hook_activity(payload: Any) -> tuple[str, str | None, str, str] | None:
     """``(tool, call id, "bash" | "edit", command or path)`` of a hook payload reporting a
     shell command or a file edit that ran; None for anything else."""
@@ -302,10 +305,11 @@ def hook_activity(payload: Any) -> tuple[str, str | None, str, str] | None:
     args = payload.get("tool_input", payload.get("toolInput"))
     call_id = payload.get("tool_use_id") or payload.get("toolUseId")
     call = call_id if isinstance(call_id, str) and call_id else None
+    # Whole (up to HOOK_TEXT_CHARS): the caller masks secrets first, then cuts to a summary.
     command = shell_command(tool, args)
     if command:
-        return tool, call, "bash", command[:SUMMARY_CHARS]
+        return tool, call, "bash", command[:HOOK_TEXT_CHARS]
     path = edited_path(tool, args)
     if path:
-        return tool, call, "edit", path[:SUMMARY_CHARS]
+        return tool, call, "edit", path[:HOOK_TEXT_CHARS]
     return None

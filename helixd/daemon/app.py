@@ -37,7 +37,7 @@ import structlog
 from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
-from helixd.adapters.toolkinds import hook_activity
+from helixd.adapters.toolkinds import SUMMARY_CHARS, hook_activity
 from helixd.core import protocol
 from helixd.core.attribution import Naming
 from helixd.core.commits import CommitHub
@@ -244,11 +244,15 @@ class Daemon:
         self.settings = settings
         self.prices = prices
         self.queue.debounce = settings.daemon.debounce_ms / 1000
-        self.index = Gate(self._pairs())
-        if self.watcher is not None:
-            self.watcher.index = self.index
-            self.watcher.refresh()
         self._schedule_jobs()
+        # The roots (known project directories come from the store) in a thread, never on
+        # the loop; the reconcile scan queued after them reads what the new roots hold.
+        task = asyncio.get_running_loop().create_task(self._reload_roots())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _reload_roots(self) -> None:
+        await self._refresh_roots()
         self.queue.put(RECONCILE)
         log.info("reloaded", roots=self.index.roots())
 
@@ -423,11 +427,13 @@ class Daemon:
         """A hook's shell command or edit, redacted, into ``hook_events`` (Tier 2: Hegel's
         hook activity per phase); the time is when it arrived.  Never fails the hook."""
         store = self.guard.store  # as it is: a hook reply never waits for a store recovery
-        if store is None:
-            return
+        if store is None or agent not in {a.name for a, _ in self.index.configured}:
+            return  # an agent not read here (unknown, or disabled): nothing of it is kept
         tool, call_id, what, target = activity
+        # Masked whole, then cut: a cut first could leave part of a secret unmatched.
         masked, _ = redact(target.encode("utf-8", "replace"))
-        row = (now_ms(), agent, sid, what, tool, call_id, masked.decode("utf-8", "replace"))
+        shown = masked.decode("utf-8", "replace")[:SUMMARY_CHARS]
+        row = (now_ms(), agent, sid, what, tool, call_id, shown)
         try:
             await store.save_hook_event(row)
         except Exception as exc:  # a store fault must not cost the agent its hook reply

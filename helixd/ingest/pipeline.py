@@ -59,6 +59,7 @@ QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
 INLINE_REDACT: Final = 1 << 16
+DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
 READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
 
@@ -465,13 +466,26 @@ class Ingestor:
         )
         stats.files_read += 1
         stats.replaced += replaced
+        # The rows are read into memory (at most DB_READ_BYTES a time) and the read
+        # transaction closed before anything is committed: a reader left open would hold
+        # the agent's writer (rollback journal) or its checkpoints (WAL) for that long.
+        resting = agentdb.at_rest(src.path)
+        pieces: list[Piece] = []
         with agentdb.snapshot(src.path) as conn:
             rows = functools.partial(agentdb.rows, conn)
-            marks = run.marks or {}
+            taken = 0
             for piece in dbsource.read_rows(
-                rows, src.adapter.tables, marks, run.offset, self.chunk_bytes
+                rows, src.adapter.tables, run.marks or {}, run.offset, self.chunk_bytes
             ):
-                yield _Planned(run, piece)
+                pieces.append(piece)
+                taken += len(piece.data)
+                if taken >= DB_READ_BYTES and not piece.at_eof:
+                    stats.more = True  # the rest next time, from the watermarks reached
+                    break
+        if resting and (agentdb.at_rest(src.path) is False or dbsource.stat_db(src.path) != st):
+            return  # read without locks and the agent started meanwhile: read it again
+        for piece in pieces:
+            yield _Planned(run, piece)
         yield _Planned(run, None)
 
     def _open(

@@ -30,9 +30,12 @@ def snapshot(path: str) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the database at ``path`` inside one read transaction (one
     consistent view of every table), closed on exit."""
     try:
-        conn = _open_readonly(path, immutable=_wal_mode_at_rest(path))
+        conn = _open_readonly(path, immutable=at_rest(path))
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or os.path.lexists(path + "-journal"):
+            # The agent is writing (a hot journal would not be in a copy): read it next time.
+            raise
         with tempfile.TemporaryDirectory(prefix="helix-db-") as tmp:
             conn = _open_readonly(private_copy(path, tmp))
             with _transaction(conn):
@@ -63,7 +66,7 @@ def private_copy(path: str, tmp: str) -> str:
     return copy
 
 
-def _wal_mode_at_rest(path: str) -> bool:
+def at_rest(path: str) -> bool:
     """A WAL-mode database (header byte 18 is 2) with no ``-wal`` file: no connection of the
     agent is open (the last one to close checkpoints and removes it), every row is in the
     database file.  It is read ``immutable``, so that reading creates no ``-wal`` or
@@ -90,6 +93,8 @@ def _open_readonly(path: str, immutable: bool = False) -> sqlite3.Connection:
         check_same_thread=False,
     )
     conn.execute("PRAGMA query_only = ON")
+    # An agent's text may hold bytes that are not UTF-8: replaced, never a reason to stop.
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
     return conn
 
 
