@@ -8,6 +8,7 @@ import sqlite3
 from typing import Any
 
 from helixd.store import outbox, session_queries
+from helixd.store.readonly import ping
 
 
 def store_facts(con: sqlite3.Connection) -> dict[str, Any]:
@@ -17,3 +18,9 @@ def store_facts(con: sqlite3.Connection) -> dict[str, Any]:
 def fleet_facts(con: sqlite3.Connection) -> dict[str, Any] | None:
     """The fleet outbox and the last push (None on a store older than the outbox)."""
     return outbox.facts(con)
+
+
+def reachable(con: sqlite3.Connection) -> bool:
+    """The store answers a query (``/api/health``); raises what SQLite raises when not."""
+    ping(con)
+    return True

@@ -31,3 +31,8 @@ def open_reader(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.C
             f"cannot read store {path}: {exc} (run `helixctl ingest` to upgrade)"
         ) from exc
     return con
+
+
+def ping(con: sqlite3.Connection) -> None:
+    """One round trip to the store (a health check); raises what SQLite raises."""
+    con.execute("SELECT 1 FROM migrations LIMIT 1").fetchone()

@@ -237,7 +237,7 @@ class Api:
     async def health(self, request: Request) -> Response:
         ok = True
         try:
-            await self.reads.run(lambda con: con.execute("SELECT 1").fetchone())
+            await self.reads.run(status.reachable)
         except Exception as exc:
             return JSON({"ok": False, "version": __version__, "error": str(exc)}, 503)
         return JSON({"ok": ok, "version": __version__})
