@@ -11,6 +11,11 @@ A pipeline in three stages, so that two cores are used:
    compresses the raw bytes (zstd releases the GIL) and commits records and cursor in one
    transaction on the store's thread.
 
+For a backlog of at least ``pool_min_bytes`` (a first ingest, a catch-up), steps 2 and 3's
+parse, row preparation and compression run in worker processes instead
+(``helixd/ingest/parsepool.py``): this process then only reads and runs SQL, and the two
+cores work side by side.  Smaller reads (a live append) are parsed inline: no process start.
+
 Each file's pieces are parsed in order with the adapter state carried along; a crash
 leaves whole batches only, and natural keys make any replay harmless.
 """
@@ -30,6 +35,7 @@ from helixd.adapters import Chunk, FileContext
 from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
+from helixd.ingest.parsepool import ParsePool, PieceDone, PieceJob, default_workers
 from helixd.ingest.stats import IngestStats
 from helixd.sources.discover import Discovery, Source, discover
 from helixd.sources.gate import DENIED, READ_ERROR, Refused, open_source, refusal
@@ -54,6 +60,8 @@ __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
+POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
+POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
 INLINE_REDACT: Final = 1 << 16
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
 READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
@@ -85,6 +93,7 @@ class _FileRun:
     wrote: bool = False
     stalled: bool = False
     moved: bool = False
+    token: int = 0  # the parse pool's name for this file (0: none yet)
 
     def cursor(self, offset: int, seen: int) -> Cursor:
         """The cursor after a batch.  ``size`` records how much of the file was examined:
@@ -114,6 +123,7 @@ class _Planned:
     run: _FileRun
     piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
     redacted: Awaitable[tuple[bytes, int]] | None = None
+    done: Awaitable[PieceDone] | None = None  # parsed by a worker process
     raw_z: bytes | None = None
     raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
@@ -171,7 +181,11 @@ class _Writer:
             raise self.error  # the writer's failure, in the producer
         if self.task.done():
             self.task.result()
-        prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
+        prepared: Awaitable[None]
+        if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
+            prepared = asyncio.sleep(0)  # prepared by a parse worker already
+        else:
+            prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         await self.queue.put((batch, prepared))
         await asyncio.sleep(0)
 
@@ -231,14 +245,24 @@ class _ReadAhead:
 
 class Ingestor:
     """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
-    ``max_line_bytes`` are kept raw without being parsed."""
+    ``max_line_bytes`` are kept raw without being parsed.  A backlog of ``pool_min_bytes``
+    or more is parsed by ``workers`` processes (0: always inline)."""
 
     def __init__(
-        self, store: Store, *, chunk_bytes: int = 4 << 20, max_line_bytes: int = 64 << 20
+        self,
+        store: Store,
+        *,
+        chunk_bytes: int = 4 << 20,
+        max_line_bytes: int = 64 << 20,
+        workers: int | None = None,
+        pool_min_bytes: int = POOL_MIN_BYTES,
     ) -> None:
         self.store = store
         self.chunk_bytes = chunk_bytes
         self.max_line_bytes = max(max_line_bytes, chunk_bytes)
+        self.workers = default_workers() if workers is None else workers
+        self.pool_min_bytes = pool_min_bytes
+        self.pieces_to_workers = 0  # how many pieces worker processes parsed (all runs)
 
     async def backfill(
         self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
@@ -317,25 +341,17 @@ class Ingestor:
         total: int,
         budget: int | None = None,
     ) -> None:
-        loop = asyncio.get_running_loop()
-
-        def submit(data: bytes) -> Awaitable[tuple[bytes, int]]:
-            if len(data) < INLINE_REDACT:
-                fut: asyncio.Future[tuple[bytes, int]] = loop.create_future()
-                fut.set_result(redact(data))
-                return fut
-            return loop.run_in_executor(None, redact, data)
-
+        pool = ParsePool(self.workers) if self.workers and total >= self.pool_min_bytes else None
+        lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
         writer = _Writer(self.store)
         window: deque[_Planned] = deque()
         gone: list[str] = []
         reads = _ReadAhead(self._plan(todo, identity, stats, gone, budget))
         try:
             while (item := await reads.next()) is not None:
-                if item.piece is not None and item.piece.data:
-                    item.redacted = submit(item.piece.data)
+                self._start(item, pool)
                 window.append(item)
-                if len(window) > LOOKAHEAD:
+                if len(window) > lookahead:
                     await self._consume(window.popleft(), writer, stats)
                     if progress:
                         progress(stats.bytes_read, total)
@@ -343,16 +359,37 @@ class Ingestor:
                 await self._consume(window.popleft(), writer, stats)
         finally:
             for item in window:  # cancelled midway: let pending redactions finish quietly
-                if isinstance(item.redacted, asyncio.Future):
-                    item.redacted.cancel()
+                for pending in (item.redacted, item.done):
+                    if isinstance(pending, asyncio.Future):
+                        pending.cancel()
             await reads.close()
-            await writer.close()
+            try:
+                await writer.close()
+            finally:
+                if pool is not None:
+                    await asyncio.to_thread(pool.close)
         stats.bad_lines += self.store.take_refused_lines()  # quarantined by the store
         for path in gone:
             if await self.store.mark_gone(path):
                 stats.files_gone += 1
         if progress:
             progress(stats.bytes_read, total)
+
+    def _start(self, item: _Planned, pool: ParsePool | None) -> None:
+        """Start what can run ahead of the parse: the whole parse in a worker process, or
+        the redaction (in a thread when the piece is big enough to be worth the hop)."""
+        piece = item.piece
+        if piece is None or not piece.data:
+            return
+        if pool is not None:
+            item.done = pool.submit(_job(pool, item.run, piece))
+            self.pieces_to_workers += 1
+        elif len(piece.data) < INLINE_REDACT:
+            fut: asyncio.Future[tuple[bytes, int]] = asyncio.get_running_loop().create_future()
+            fut.set_result(redact(piece.data))
+            item.redacted = fut
+        else:
+            item.redacted = asyncio.get_running_loop().run_in_executor(None, redact, piece.data)
 
     def _plan(
         self,
@@ -492,11 +529,17 @@ class Ingestor:
                 item.raw_z_secrets,
             )
             return
-        assert item.redacted is not None
-        redacted, secrets = await item.redacted
         src = run.src
-        chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
-        parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises is a bad line
+        rows, raw_z = None, None
+        if item.done is not None:
+            done = await item.done
+            redacted = piece.data if done.redacted is None else done.redacted
+            secrets, parsed, rows, raw_z = done.secrets, done.parsed, done.rows, done.raw_z
+        else:
+            assert item.redacted is not None
+            redacted, secrets = await item.redacted
+            chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
+            parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises: a bad line
         if parsed.consumed < len(redacted):
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:
@@ -512,6 +555,8 @@ class Ingestor:
             parsed=parsed,
             redactions=secrets,
             replace_events=src.adapter.whole_file(src.rel),
+            raw_z=raw_z,
+            rows=rows,
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)
@@ -544,6 +589,23 @@ class Ingestor:
                     parsed=Parsed(consumed=0, state=run.state),
                 )
             )
+
+
+def _job(pool: ParsePool, run: _FileRun, piece: Piece) -> PieceJob:
+    """The worker's job for a piece: the file's first carries its starting state (nothing
+    has been parsed here yet), later ones go on from the worker's own copy."""
+    first = run.token == 0
+    if first:
+        run.token = pool.token()
+    return PieceJob(
+        run.token,
+        run.src.adapter.name,
+        piece.data,
+        piece.offset,
+        piece.at_eof,
+        run.ctx,
+        dict(run.state) if first else None,
+    )
 
 
 def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:
