@@ -530,11 +530,11 @@ class Ingestor:
             )
             return
         src = run.src
-        rows, raw_z = None, None
+        rows = None
         if item.done is not None:
             done = await item.done
             redacted = piece.data if done.redacted is None else done.redacted
-            secrets, parsed, rows, raw_z = done.secrets, done.parsed, done.rows, done.raw_z
+            secrets, parsed, rows = done.secrets, done.parsed, done.rows
         else:
             assert item.redacted is not None
             redacted, secrets = await item.redacted
@@ -555,7 +555,6 @@ class Ingestor:
             parsed=parsed,
             redactions=secrets,
             replace_events=src.adapter.whole_file(src.rel),
-            raw_z=raw_z,
             rows=rows,
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
