@@ -96,6 +96,25 @@ class WorkQueue:
             except TimeoutError:
                 pass
 
+    def take_ready(self, limit: int) -> list[str]:
+        """Up to ``limit`` more *paths* whose debounce has passed (tasks stay queued), marked
+        in progress like ``get``'s item: the worker reads several changed files in one go."""
+        now = time.monotonic()
+        taken: list[str] = []
+        for item, ready in self._pending.items():
+            if len(taken) >= limit or ready > now:
+                break
+            if not item.startswith("\0"):
+                taken.append(item)
+        for item in taken:
+            del self._pending[item]
+        self._busy += len(taken)
+        return taken
+
+    def waiting(self) -> bool:
+        """Something is queued besides what is being handled."""
+        return bool(self._pending)
+
     def done(self) -> None:
         """The item returned by the last ``get`` has been handled."""
         self._busy -= 1

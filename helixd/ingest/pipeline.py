@@ -27,7 +27,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
@@ -315,20 +315,30 @@ class Ingestor:
     ) -> IngestStats:
         """Read what is new in one file (the daemon's path for one changed file), at most
         about ``budget`` bytes (``stats.more`` then says the caller should come back)."""
+        return await self.ingest_files([(src, cursor)], budget)
+
+    async def ingest_files(
+        self, items: Sequence[tuple[Source, Cursor | None]], budget: int | None = None
+    ) -> IngestStats:
+        """Read what is new in several changed files in one run: their batches share
+        transactions (the writer's group commit), each still with its own cursor.  At most
+        about ``budget`` bytes per file (``stats.unfinished`` names those to come back to)."""
         started = time.perf_counter()
-        stats = IngestStats(files_seen=1)
+        stats = IngestStats(files_seen=len(items))
         identity: dict[tuple[int, int], Cursor] = {}
-        if cursor is None:
-            try:
-                st = await asyncio.to_thread(stat_file, src.path)
-            except Refused as exc:
-                _skip(stats, exc)
-                return stats
-            if st is not None:
-                identity = {
-                    (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
-                }
-        await self._run([(src, cursor)], identity, stats, None, 0, budget)
+        todo: list[tuple[Source, Cursor | None]] = []
+        for src, cursor in items:
+            if cursor is None:
+                try:
+                    st = await asyncio.to_thread(stat_file, src.path)
+                except Refused as exc:
+                    _skip(stats, exc)
+                    continue
+                if st is not None:
+                    found = await self.store.cursor_by_identity(st.dev, st.ino)
+                    identity.update({(c.dev, c.ino): c for c in found})
+            todo.append((src, cursor))
+        await self._run(todo, identity, stats, None, 0, budget)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -462,6 +472,7 @@ class Ingestor:
                     budget -= len(piece.data) + piece.oversized
                     if budget <= 0 and not piece.at_eof:
                         stats.more = True
+                        stats.unfinished.append(src.path)
                         break
         yield _Planned(run, None)
 
