@@ -5,7 +5,9 @@ over real files."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
@@ -80,3 +82,18 @@ def test_files_appended_together_are_read_together(tmp_path: Path) -> None:
         )
     finally:
         assert d.stop() == 0, d.stderr
+
+
+async def test_an_item_put_for_later_keeps_the_queue_busy_without_blocking_others() -> None:
+    q = WorkQueue(debounce=0)
+    q.put("\0digests", after=0.3)
+    q.put("/a")
+    started = time.monotonic()
+    assert await q.get() == "/a"  # not held up behind the later item
+    assert time.monotonic() - started < 0.2
+    q.done()
+    assert q.busy()  # the later item is pending: `flush` waits for it
+    assert await asyncio.wait_for(q.get(), 1) == "\0digests"
+    assert time.monotonic() - started >= 0.25
+    q.done()
+    assert not q.busy()

@@ -14,15 +14,18 @@ Under load (many files appended at once) the worker takes every changed path tha
 ready, up to ``GROUP_FILES``, and reads them in one ingest run: their batches share
 transactions, each with its own cursor.  A group that fails (not the store) is tried again
 one path at a time, so the failing file is still the only one held back.  Digests are
-rebuilt right after an ingest when nothing else waits; otherwise a ``DIGESTS`` item is
-queued behind the paths already waiting (once), so reads of new lines do not wait for
-digests and digests wait at most one round of the queue.
+rebuilt right after an ingest when nothing else waits and the last rebuild is at least
+``DIGEST_EVERY`` seconds old; otherwise a ``DIGESTS`` item is queued (once) to run then,
+behind the paths already waiting: reads of new lines never wait for digests, and a busy
+session's digest (which reads the whole session) is rebuilt about once a second, not
+after every append.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +51,7 @@ SCAN_DIR: Final = "\0dir:"  # queue item: a directory that appeared inside a roo
 INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the scheduled pass
 DIGESTS: Final = "\0digests"  # queue item: rebuild the digests of what was read
 GROUP_FILES: Final = 64  # changed paths read in one ingest run
+DIGEST_EVERY: Final = 1.0  # seconds between inline digest rebuilds while files are busy
 
 Analyze = Callable[[Store, int | None], Awaitable[int]]
 
@@ -90,6 +94,7 @@ class Worker:
             "last_error": None,
         }
         self.unreadable: dict[str, str] = {}  # path -> reason, as the last reads found
+        self.digested_at = 0.0  # monotonic time of the last inline digest rebuild
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -212,9 +217,14 @@ class Worker:
         after those (a ``DIGESTS`` item queued behind them)."""
         if not changed:
             return
-        if self.queue.waiting():
-            self.queue.put(DIGESTS)
+        wait = self.digested_at + DIGEST_EVERY - time.monotonic()
+        if self.queue.waiting() or wait > 0:
+            self.queue.put(DIGESTS, after=max(wait, 0.0))
             return
+        await self._digests(store)
+
+    async def _digests(self, store: Store) -> None:
+        self.digested_at = time.monotonic()
         await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
 
     def _item_failed(self, item: str, exc: Exception) -> None:
@@ -249,7 +259,7 @@ class Worker:
             await self._scan(store, ingestor)
             return
         if item == DIGESTS:
-            await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
+            await self._digests(store)
             return
         if item.startswith(SCAN_DIR):
             for path in await asyncio.to_thread(self._claimed_below, item[len(SCAN_DIR) :]):
