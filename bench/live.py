@@ -6,9 +6,15 @@ Prints
   the rows) covering the new line, polled every 1 ms from a read-only connection;
 * idle CPU of the daemon over `--idle-seconds` with `--idle-files` files tracked, and its
   steady RSS;
-* the cost of appending one line to a 500 MB file: latency and bytes the daemon read.
+* the cost of appending one line to a 500 MB file: latency and bytes the daemon read;
+* under load (`--only load`): 200 files each appended at 20 lines/s for 60 s while
+  `helixctl search` and `helixctl report daily` run in a loop, then the same with 10 files:
+  append -> visible p50/p99/max over every append (visible: the file's cursor, committed
+  with the line's rows, covers it; polled every 5 ms).  Exits 1 when a p99 misses its
+  target (0.5 s at 200 files, 0.15 s at 10).
 
     .venv/bin/python bench/live.py            # defaults: 300 samples, 60 s idle, 10 000 files
+    .venv/bin/python bench/live.py --only load --load-seconds 60
 """
 
 from __future__ import annotations
@@ -243,14 +249,98 @@ def big_file(tmp: Path, mb: int) -> None:
     proc.wait(timeout=30)
 
 
+def load(tmp: Path, nfiles: int, rate: float, seconds: float, target_ms: float) -> bool:
+    """Every file appended ``rate`` lines/s for ``seconds`` while search and report run in
+    a loop; True when the p99 of append -> visible is within ``target_ms``."""
+    home = tmp / f"load{nfiles}"
+    proj = home / ".claude/projects/-work-load"
+    proj.mkdir(parents=True)
+    files = [proj / f"{i:08d}-2222-4000-8000-000000000000.jsonl" for i in range(nfiles)]
+    for f in files:
+        f.write_bytes(record(f.stem, 0) + record(f.stem, 1))
+    db = tmp / f"load{nfiles}.db"
+    proc = start(home, db)
+    con = connect(db)
+    wait_caught_up(con, files)
+    settle(db, quiet=1)
+    stop = threading.Event()
+    pending: dict[str, list[tuple[int, float]]] = {str(f): [] for f in files}
+    lock = threading.Lock()
+    lat: list[float] = []
+
+    def writer() -> None:
+        n = dict.fromkeys(files, 2)
+        gap = 1 / (rate * len(files))
+        due = time.perf_counter()
+        end_at = due + seconds
+        while due < end_at:
+            for f in files:
+                with f.open("ab") as fh:
+                    fh.write(record(f.stem, n[f]))
+                    end = fh.tell()
+                t = time.perf_counter()
+                with lock:
+                    pending[str(f)].append((end, t))
+                n[f] += 1
+                due += gap
+                time.sleep(max(0.0, due - time.perf_counter()))
+
+    def poller() -> None:
+        ro = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        while not stop.is_set() or any(pending.values()):
+            rows = dict(ro.execute("SELECT path, offset FROM files").fetchall())
+            now = time.perf_counter()
+            with lock:
+                for path, waits in pending.items():
+                    at = rows.get(path, -1)
+                    while waits and waits[0][0] <= at:
+                        lat.append(now - waits.pop(0)[1])
+            time.sleep(0.005)
+        ro.close()
+
+    def readers() -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+        env.update(HOME=str(home), HELIX_STORE_DB=str(db), PYTHONPATH=str(REPO))
+        cli = [sys.executable, "-m", "helixd.cli.main"]
+        while not stop.is_set():
+            for cmd in (["search", "bench"], ["report", "daily"]):
+                subprocess.run([*cli, *cmd], env=env, capture_output=True, check=False)
+
+    cpu0 = cpu_seconds(proc.pid)
+    threads = [threading.Thread(target=t, daemon=True) for t in (poller, readers)]
+    for t in threads:
+        t.start()
+    writer()
+    stop.set()
+    for t in threads:
+        t.join(timeout=120)
+    cpu = cpu_seconds(proc.pid) - cpu0
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    lat.sort()
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    ok = p99 <= target_ms
+    print(
+        f"load {nfiles:>3} files  append->visible p50 {statistics.median(lat) * 1000:.0f} ms,"
+        f" p99 {p99:.0f} ms, max {lat[-1] * 1000:.0f} ms ({len(lat)} appends,"
+        f" {rate:g} lines/s each, {seconds:g} s, search+report looping; daemon"
+        f" {cpu:.1f} s CPU; load avg {os.getloadavg()[0]:.1f})"
+        f" {'ok' if ok else 'MISSED'} p99 <= {target_ms:g} ms"
+    )
+    return ok
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--idle-files", type=int, default=10_000)
     ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--big-mb", type=int, default=500)
-    ap.add_argument("--only", choices=["latency", "idle", "big"], default=None)
+    ap.add_argument("--only", choices=["latency", "idle", "big", "load"], default=None)
+    ap.add_argument("--load-seconds", type=float, default=60)
+    ap.add_argument("--load-files", type=int, nargs="*", default=[200, 10])
     args = ap.parse_args()
+    missed = False
     with tempfile.TemporaryDirectory(prefix="helix-live-") as t:
         tmp = Path(t)
         if args.only in (None, "latency"):
@@ -259,6 +349,11 @@ def main() -> None:
             idle(tmp, args.idle_files, args.idle_seconds)
         if args.only in (None, "big"):
             big_file(tmp, args.big_mb)
+        if args.only in (None, "load"):
+            for n in args.load_files:
+                missed |= not load(tmp, n, 20, args.load_seconds, 500 if n > 10 else 150)
+    if missed:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,23 @@ an item.
 * Any **other error** is the file's: it waits its own backoff (``FileFailures``, the item
   deferred in the queue) while the other files go on.  A scan that fails on a file it
   cannot name falls back to reading every file on its own, so the bad one is isolated.
+
+Under load (many files appended at once) the worker takes every changed path that is
+ready, up to ``GROUP_FILES``, and reads them in one ingest run: their batches share
+transactions, each with its own cursor.  A group that fails (not the store) is tried again
+one path at a time, so the failing file is still the only one held back.  Digests are
+rebuilt right after an ingest when nothing else waits and the last rebuild is at least
+``DIGEST_EVERY`` seconds old; otherwise a ``DIGESTS`` item is queued (once) to run then,
+behind the paths already waiting: reads of new lines never wait for digests, and a busy
+session's digest (which reads the whole session) is rebuilt about once a second, not
+after every append.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +37,7 @@ from helixd.daemon.health import FileFailures, StoreHealth
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
-from helixd.ingest.pipeline import Ingestor, SourceFailed, discover
+from helixd.ingest.pipeline import Ingestor, Source, SourceFailed, discover
 from helixd.sources.discover import unreadable_summary
 from helixd.sources.gate import Gate, Refused
 from helixd.store.database import Store
@@ -38,6 +49,9 @@ SESSION_END: Final = "\0end:"  # queue item: a session-end signal for the uid th
 CHECK_STORE: Final = "\0check-store"  # queue item: the store file changed under the daemon
 SCAN_DIR: Final = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
 INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the scheduled pass
+DIGESTS: Final = "\0digests"  # queue item: rebuild the digests of what was read
+GROUP_FILES: Final = 64  # changed paths read in one ingest run
+DIGEST_EVERY: Final = 1.0  # seconds between inline digest rebuilds while files are busy
 
 Analyze = Callable[[Store, int | None], Awaitable[int]]
 
@@ -83,16 +97,21 @@ class Worker:
         # Before each reconcile scan: the daemon refreshes its roots (project directories
         # learned since the last scan, ``store.projects``).
         self.before_scan: Callable[[], Awaitable[None]] | None = None
+        self.digested_at = 0.0  # monotonic time of the last inline digest rebuild
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             item = await self.queue.get()
+            group = [item]
+            if not item.startswith("\0"):
+                group += self.queue.take_ready(GROUP_FILES - 1)
             self.idle.clear()
             try:
-                delay = await self.attempt(item)
+                delay = await (self.attempt(item) if len(group) == 1 else self.attempt_group(group))
             finally:
                 self.idle.set()
-                self.queue.done()
+                for _ in group:
+                    self.queue.done()
             if delay:
                 await self._pause(delay, stop)
 
@@ -135,6 +154,82 @@ class Worker:
             self.files.succeeded(item)
         return 0.0
 
+    async def attempt_group(self, paths: list[str]) -> float:
+        """Several changed paths in one ingest run; on an error that is not the store's,
+        each path again on its own (``attempt``), so that only the failing file waits."""
+        ready = []
+        for path in paths:
+            wait = self.files.wait_for(path)
+            if wait > 0:
+                self.queue.defer(path, wait)
+            else:
+                ready.append(path)
+        try:
+            async with self.guard.use() as store:
+                await self._handle_paths(store, ready)
+        except Exception as exc:
+            fault = classify(exc, self.store_path)
+            if fault is None:
+                for path in ready:
+                    if delay := await self.attempt(path):
+                        return delay
+                return 0.0
+            self.guard.noted(fault)
+            self.totals["last_error"] = str(fault)
+            for path in ready:
+                self.queue.put(path)  # they wait for the store: delayed, never dropped
+            return self.health.failed("ingest", fault)
+        self.health.ok("ingest")
+        for path in ready:
+            if not self.files.wait_for(path):
+                self.files.succeeded(path)
+        return 0.0
+
+    async def _handle_paths(self, store: Store, paths: list[str]) -> None:
+        limits = self.limits()
+        ingestor = Ingestor(
+            store, chunk_bytes=limits.chunk_bytes, max_line_bytes=limits.max_line_bytes
+        )
+        admitted, refused = await asyncio.to_thread(self._admit_all, paths)
+        for path, reason in refused.items():
+            self.unreadable[path] = reason
+            log.warning("path_refused", path=path, reason=reason)
+        todo = [(src, await store.cursor_for(src.path)) for src in admitted]
+        stats = await ingestor.ingest_files(todo, limits.max_read_bytes)
+        for src in admitted:
+            self.unreadable.pop(src.path, None)
+        self.unreadable.update(stats.skipped_paths)
+        self._count_summary(stats.as_dict())
+        self._files_unreadable(stats.failed)
+        await self._digests_after_ingest(store, bool(stats.events or stats.files_gone))
+        for path in stats.unfinished:
+            self.queue.put(path)  # come back after the others had their turn
+
+    def _admit_all(self, paths: list[str]) -> tuple[list[Source], dict[str, str]]:
+        """(in a thread) The sources behind ``paths``, and the paths refused with why."""
+        gate, admitted, refused = self.sources(), [], {}
+        for path in paths:
+            try:
+                admitted.append(gate.admit(path))
+            except Refused as exc:  # a link out of the roots, a name no adapter claims…
+                refused[path] = exc.reason
+        return admitted, refused
+
+    async def _digests_after_ingest(self, store: Store, changed: bool) -> None:
+        """Rebuild the digests of what was read now, or, when more files wait to be read,
+        after those (a ``DIGESTS`` item queued behind them)."""
+        if not changed:
+            return
+        wait = self.digested_at + DIGEST_EVERY - time.monotonic()
+        if self.queue.waiting() or wait > 0:
+            self.queue.put(DIGESTS, after=max(wait, 0.0))
+            return
+        await self._digests(store)
+
+    async def _digests(self, store: Store) -> None:
+        self.digested_at = time.monotonic()
+        await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
+
     def _item_failed(self, item: str, exc: Exception) -> None:
         """Not the store: the file (or, for a scan, one of the files) is at fault."""
         self.totals["errors"] += 1
@@ -166,6 +261,9 @@ class Worker:
         if item == RECONCILE:
             await self._scan(store, ingestor)
             return
+        if item == DIGESTS:
+            await self._digests(store)
+            return
         if item.startswith(SCAN_DIR):
             for path in await asyncio.to_thread(self._claimed_below, item[len(SCAN_DIR) :]):
                 self.queue.put(path)
@@ -184,9 +282,8 @@ class Worker:
         if stats.failed:
             self._files_unreadable(stats.failed)
             return
-        if stats.events or stats.files_gone:
-            # lookups see new lines at once
-            await self._analyze_after_ingest(store, INLINE_DIGEST_EVENTS)
+        # lookups see new lines at once (once no other file waits to be read)
+        await self._digests_after_ingest(store, bool(stats.events or stats.files_gone))
         if stats.more:
             self.queue.put(item)  # come back after the others had their turn
 

@@ -43,11 +43,14 @@ class WorkQueue:
         self._deferred: dict[str, float] = {}  # item -> when it becomes pending
         self._later: list[tuple[float, str]] = []  # heap over _deferred
 
-    def put(self, item: str, *, now: float | None = None) -> None:
-        """Queue ``item`` (a path or ``RECONCILE``) unless it is already pending."""
+    def put(self, item: str, *, now: float | None = None, after: float = 0.0) -> None:
+        """Queue ``item`` (a path or ``RECONCILE``) unless it is already pending.  ``after``:
+        ready that many seconds later than the debounce (pending meanwhile: the queue is
+        busy, unlike a deferred item)."""
         if item in self._pending or item in self._deferred:
             return
-        self._pending[item] = (time.monotonic() if now is None else now) + self.debounce
+        at = (time.monotonic() if now is None else now) + self.debounce + after
+        self._pending[item] = at
         self._idle.clear()
         self._wake.set()
 
@@ -79,9 +82,9 @@ class WorkQueue:
         """The next item whose debounce has passed (oldest first); marks it in progress."""
         while True:
             later = self._promote(time.monotonic())
-            if self._pending:
-                item, ready = next(iter(self._pending.items()))
-                delay = ready - time.monotonic()
+            now = time.monotonic()
+            for item, ready in self._pending.items():
+                delay = ready - now
                 if delay <= 0:
                     del self._pending[item]
                     self._busy += 1
@@ -95,6 +98,25 @@ class WorkQueue:
                 await asyncio.wait_for(self._wake.wait(), later)
             except TimeoutError:
                 pass
+
+    def take_ready(self, limit: int) -> list[str]:
+        """Up to ``limit`` more *paths* whose debounce has passed (tasks stay queued), marked
+        in progress like ``get``'s item: the worker reads several changed files in one go."""
+        now = time.monotonic()
+        taken: list[str] = []
+        for item, ready in self._pending.items():
+            if len(taken) >= limit:
+                break
+            if ready <= now and not item.startswith("\0"):
+                taken.append(item)
+        for item in taken:
+            del self._pending[item]
+        self._busy += len(taken)
+        return taken
+
+    def waiting(self) -> bool:
+        """Something is queued besides what is being handled."""
+        return bool(self._pending)
 
     def done(self) -> None:
         """The item returned by the last ``get`` has been handled."""

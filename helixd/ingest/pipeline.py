@@ -11,6 +11,11 @@ A pipeline in three stages, so that two cores are used:
    compresses the raw bytes (zstd releases the GIL) and commits records and cursor in one
    transaction on the store's thread.
 
+For a backlog of at least ``pool_min_bytes`` (a first ingest, a catch-up), steps 2 and 3's
+parse, row preparation and compression run in worker processes instead
+(``helixd/ingest/parsepool.py``): this process then only reads and runs SQL, and the two
+cores work side by side.  Smaller reads (a live append) are parsed inline: no process start.
+
 Each file's pieces are parsed in order with the adapter state carried along; a crash
 leaves whole batches only, and natural keys make any replay harmless.
 """
@@ -23,7 +28,7 @@ import functools
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
@@ -31,6 +36,7 @@ from helixd.adapters import Chunk, FileContext
 from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
+from helixd.ingest.parsepool import ParsePool, PieceDone, PieceJob, default_workers
 from helixd.ingest.stats import IngestStats
 from helixd.sources import sqlite as dbsource
 from helixd.sources.discover import Discovery, Source, discover
@@ -58,6 +64,8 @@ MARKS: Final = dbsource.MARKS_KEY
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
 LOOKAHEAD: Final = 3
+POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
+POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
 INLINE_REDACT: Final = 1 << 16
 DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
@@ -91,6 +99,7 @@ class _FileRun:
     stalled: bool = False
     moved: bool = False
     marks: dict[str, Any] | None = None  # a database's watermarks (helixd/sources/sqlite.py)
+    token: int = 0  # the parse pool's name for this file (0: none yet)
 
     def cursor(self, offset: int, seen: int) -> Cursor:
         """The cursor after a batch.  ``size`` records how much of the file was examined:
@@ -120,6 +129,7 @@ class _Planned:
     run: _FileRun
     piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
     redacted: Awaitable[tuple[bytes, int]] | None = None
+    done: Awaitable[PieceDone] | None = None  # parsed by a worker process
     raw_z: bytes | None = None
     raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
@@ -177,7 +187,11 @@ class _Writer:
             raise self.error  # the writer's failure, in the producer
         if self.task.done():
             self.task.result()
-        prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
+        prepared: Awaitable[None]
+        if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
+            prepared = asyncio.sleep(0)  # prepared by a parse worker already
+        else:
+            prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         await self.queue.put((batch, prepared))
         await asyncio.sleep(0)
 
@@ -237,14 +251,24 @@ class _ReadAhead:
 
 class Ingestor:
     """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
-    ``max_line_bytes`` are kept raw without being parsed."""
+    ``max_line_bytes`` are kept raw without being parsed.  A backlog of ``pool_min_bytes``
+    or more is parsed by ``workers`` processes (0: always inline)."""
 
     def __init__(
-        self, store: Store, *, chunk_bytes: int = 4 << 20, max_line_bytes: int = 64 << 20
+        self,
+        store: Store,
+        *,
+        chunk_bytes: int = 4 << 20,
+        max_line_bytes: int = 64 << 20,
+        workers: int | None = None,
+        pool_min_bytes: int = POOL_MIN_BYTES,
     ) -> None:
         self.store = store
         self.chunk_bytes = chunk_bytes
         self.max_line_bytes = max(max_line_bytes, chunk_bytes)
+        self.workers = default_workers() if workers is None else workers
+        self.pool_min_bytes = pool_min_bytes
+        self.pieces_to_workers = 0  # how many pieces worker processes parsed (all runs)
 
     async def backfill(
         self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
@@ -297,20 +321,30 @@ class Ingestor:
     ) -> IngestStats:
         """Read what is new in one file (the daemon's path for one changed file), at most
         about ``budget`` bytes (``stats.more`` then says the caller should come back)."""
+        return await self.ingest_files([(src, cursor)], budget)
+
+    async def ingest_files(
+        self, items: Sequence[tuple[Source, Cursor | None]], budget: int | None = None
+    ) -> IngestStats:
+        """Read what is new in several changed files in one run: their batches share
+        transactions (the writer's group commit), each still with its own cursor.  At most
+        about ``budget`` bytes per file (``stats.unfinished`` names those to come back to)."""
         started = time.perf_counter()
-        stats = IngestStats(files_seen=1)
+        stats = IngestStats(files_seen=len(items))
         identity: dict[tuple[int, int], Cursor] = {}
-        if cursor is None:
-            try:
-                st = await asyncio.to_thread(stat_file, src.path)
-            except Refused as exc:
-                _skip(stats, exc)
-                return stats
-            if st is not None:
-                identity = {
-                    (c.dev, c.ino): c for c in await self.store.cursor_by_identity(st.dev, st.ino)
-                }
-        await self._run([(src, cursor)], identity, stats, None, 0, budget)
+        todo: list[tuple[Source, Cursor | None]] = []
+        for src, cursor in items:
+            if cursor is None:
+                try:
+                    st = await asyncio.to_thread(stat_file, src.path)
+                except Refused as exc:
+                    _skip(stats, exc)
+                    continue
+                if st is not None:
+                    found = await self.store.cursor_by_identity(st.dev, st.ino)
+                    identity.update({(c.dev, c.ino): c for c in found})
+            todo.append((src, cursor))
+        await self._run(todo, identity, stats, None, 0, budget)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -323,25 +357,17 @@ class Ingestor:
         total: int,
         budget: int | None = None,
     ) -> None:
-        loop = asyncio.get_running_loop()
-
-        def submit(data: bytes) -> Awaitable[tuple[bytes, int]]:
-            if len(data) < INLINE_REDACT:
-                fut: asyncio.Future[tuple[bytes, int]] = loop.create_future()
-                fut.set_result(redact(data))
-                return fut
-            return loop.run_in_executor(None, redact, data)
-
+        pool = ParsePool(self.workers) if self.workers and total >= self.pool_min_bytes else None
+        lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
         writer = _Writer(self.store)
         window: deque[_Planned] = deque()
         gone: list[str] = []
         reads = _ReadAhead(self._plan(todo, identity, stats, gone, budget))
         try:
             while (item := await reads.next()) is not None:
-                if item.piece is not None and item.piece.data:
-                    item.redacted = submit(item.piece.data)
+                self._start(item, pool)
                 window.append(item)
-                if len(window) > LOOKAHEAD:
+                if len(window) > lookahead:
                     await self._consume(window.popleft(), writer, stats)
                     if progress:
                         progress(stats.bytes_read, total)
@@ -349,16 +375,37 @@ class Ingestor:
                 await self._consume(window.popleft(), writer, stats)
         finally:
             for item in window:  # cancelled midway: let pending redactions finish quietly
-                if isinstance(item.redacted, asyncio.Future):
-                    item.redacted.cancel()
+                for pending in (item.redacted, item.done):
+                    if isinstance(pending, asyncio.Future):
+                        pending.cancel()
             await reads.close()
-            await writer.close()
+            try:
+                await writer.close()
+            finally:
+                if pool is not None:
+                    await asyncio.to_thread(pool.close)
         stats.bad_lines += self.store.take_refused_lines()  # quarantined by the store
         for path in gone:
             if await self.store.mark_gone(path):
                 stats.files_gone += 1
         if progress:
             progress(stats.bytes_read, total)
+
+    def _start(self, item: _Planned, pool: ParsePool | None) -> None:
+        """Start what can run ahead of the parse: the whole parse in a worker process, or
+        the redaction (in a thread when the piece is big enough to be worth the hop)."""
+        piece = item.piece
+        if piece is None or not piece.data:
+            return
+        if pool is not None:
+            item.done = pool.submit(_job(pool, item.run, piece))
+            self.pieces_to_workers += 1
+        elif len(piece.data) < INLINE_REDACT:
+            fut: asyncio.Future[tuple[bytes, int]] = asyncio.get_running_loop().create_future()
+            fut.set_result(redact(piece.data))
+            item.redacted = fut
+        else:
+            item.redacted = asyncio.get_running_loop().run_in_executor(None, redact, piece.data)
 
     def _plan(
         self,
@@ -434,6 +481,7 @@ class Ingestor:
                     budget -= len(piece.data) + piece.oversized
                     if budget <= 0 and not piece.at_eof:
                         stats.more = True
+                        stats.unfinished.append(src.path)
                         break
         yield _Planned(run, None)
 
@@ -552,12 +600,19 @@ class Ingestor:
                 item.raw_z_secrets,
             )
             return
-        if item.redacted is None:
+        if item.done is None and item.redacted is None:
             return  # an empty piece: a database with no new row
-        redacted, secrets = await item.redacted
         src = run.src
-        chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
-        parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises is a bad line
+        rows = None
+        if item.done is not None:
+            done = await item.done
+            redacted = piece.data if done.redacted is None else done.redacted
+            secrets, parsed, rows = done.secrets, done.parsed, done.rows
+        else:
+            assert item.redacted is not None
+            redacted, secrets = await item.redacted
+            chunk = Chunk(redacted, piece.offset, piece.at_eof, run.ctx)
+            parsed = parse_total(src.adapter, chunk, run.state)  # a line that raises: a bad line
         if parsed.consumed < len(redacted):
             run.stalled = True  # the rest is a partial line: later pieces no longer line up
         if parsed.consumed == 0:
@@ -576,6 +631,7 @@ class Ingestor:
             redactions=secrets,
             # a database row read again was updated in place: its events take the new content
             replace_events=src.adapter.whole_file(src.rel) or bool(src.adapter.tables),
+            rows=rows,
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)
@@ -622,6 +678,23 @@ def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
 def _stat(src: Source) -> FileStat | None:
     """A source's stat as the cursor compares it (a database with its ``-wal``)."""
     return dbsource.stat_db(src.path) if src.adapter.tables else stat_file(src.path)
+
+
+def _job(pool: ParsePool, run: _FileRun, piece: Piece) -> PieceJob:
+    """The worker's job for a piece: the file's first carries its starting state (nothing
+    has been parsed here yet), later ones go on from the worker's own copy."""
+    first = run.token == 0
+    if first:
+        run.token = pool.token()
+    return PieceJob(
+        run.token,
+        run.src.adapter.name,
+        piece.data,
+        piece.offset,
+        piece.at_eof,
+        run.ctx,
+        dict(run.state) if first else None,
+    )
 
 
 def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:

@@ -32,6 +32,7 @@ class IngestStats:
     failed: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     seconds: float = 0.0
     more: bool = False  # a read budget stopped a file before its end
+    unfinished: list[str] = field(default_factory=list)  # ... those files
 
     def skip(self, path: str, reason: str, message: str) -> None:
         """Count a file that could not be read (``reason``: a key of ``gate.REASONS``), once

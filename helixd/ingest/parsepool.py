@@ -1,0 +1,117 @@
+"""Parsing on the other cores: redact, parse and prepare the rows of a piece in a worker
+process, so that the ingesting process only reads, compresses (zstd, in threads: it
+releases the GIL) and runs SQL.  Compression stays with the ingesting process: it holds the
+bytes already (nothing to ship back) and it balances the two sides (measured: zstd is about
+a third of redact + parse + prepare).
+
+Used for a backlog (a first ingest, a catch-up): a pool lives as long as one ingest run and
+is shut down with it, so the daemon at rest holds no extra process and a small live append
+never pays for a process start (it is parsed inline; ``Ingestor.pool_min_bytes``).
+
+Everything a worker does is pure: bytes in, records out (the adapters are pure, redaction
+and compression are functions of the bytes).  It never opens a file or the store; pieces
+are read by the ingesting process through the path gate and the single writer commits what
+comes back, in the order the pieces were read.
+
+A file's pieces must be parsed in order with the adapter state carried from one to the
+next.  Each worker is its own single-process executor and a file's pieces all go to the
+same one (by the file's token), which runs them first in, first out: the first piece
+carries the file's starting state, later ones take the state the worker kept from the
+piece before, so no piece waits for its predecessor to travel back and forth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+from helixd.adapters import Chunk, FileContext, adapter_named
+from helixd.adapters.guard import parse_total
+from helixd.core.records import Parsed
+from helixd.core.redact import redact
+from helixd.store.writer import Prepared, prepare_event
+
+MAX_WORKERS: Final = 3
+
+
+def default_workers() -> int:
+    """One worker per core beyond the one the ingesting process (the writer) keeps busy."""
+    return max(1, min(MAX_WORKERS, (os.cpu_count() or 2) - 1))
+
+
+@dataclass(frozen=True, slots=True)
+class PieceJob:
+    """One piece of one file.  ``state`` is the file's starting state on its first piece;
+    ``None`` on the later ones: the worker carries on from its own copy."""
+
+    token: int
+    adapter: str
+    data: bytes
+    base: int
+    at_eof: bool
+    ctx: FileContext
+    state: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PieceDone:
+    """What came of a piece.  ``redacted`` is only sent back when redaction changed the
+    bytes (the caller still holds the piece otherwise); ``rows`` are the writer's prepared rows
+    (``Batch.prepare``), ``None`` if they could not be made here (the writer then prepares
+    them itself and quarantines what fails)."""
+
+    redacted: bytes | None
+    secrets: int
+    parsed: Parsed
+    rows: list[Prepared] | None
+
+
+_carried: dict[int, dict[str, Any]] = {}  # in a worker: file token -> state after its last piece
+
+
+def parse_piece(job: PieceJob) -> PieceDone:
+    """(in a worker process) Redact, parse and prepare one piece."""
+    state = job.state if job.state is not None else _carried.pop(job.token, {})
+    redacted, secrets = redact(job.data)
+    parsed = parse_total(
+        adapter_named(job.adapter), Chunk(redacted, job.base, job.at_eof, job.ctx), state
+    )
+    if parsed.consumed == len(redacted) and not job.at_eof:
+        _carried[job.token] = parsed.state  # the next piece of this file goes on from here
+    else:
+        _carried.pop(job.token, None)  # the file's end, or a stall: no next piece is used
+    try:
+        rows: list[Prepared] | None = [prepare_event(ev) for ev in parsed.events]
+    except Exception:
+        rows = None
+    return PieceDone(redacted if secrets else None, secrets, parsed, rows)
+
+
+class ParsePool:
+    """Worker processes for one ingest run (``close`` ends them).  Started with ``spawn``:
+    forking the daemon (its threads hold locks: aiosqlite's, watchdog's) is not safe."""
+
+    def __init__(self, workers: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.executors = [
+            ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(max(1, workers))
+        ]
+        self.next_token = 0
+
+    def token(self) -> int:
+        """A token for a new file (its pieces then go to one worker)."""
+        self.next_token += 1
+        return self.next_token
+
+    def submit(self, job: PieceJob) -> asyncio.Future[PieceDone]:
+        executor = self.executors[job.token % len(self.executors)]
+        return asyncio.wrap_future(executor.submit(parse_piece, job))
+
+    def close(self) -> None:
+        """(blocking: call it in a thread) Cancel what has not started, end the workers."""
+        for executor in self.executors:
+            executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,99 @@
+"""Many files appended at once: the daemon's worker reads every ready path in one ingest run
+(their batches share transactions, each with its own cursor) and rebuilds digests once
+the queue is empty, not after each file.  The queue part on its own, then the real daemon
+over real files."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from tests.daemon_helpers import Helixd, line, project, wait_for
+
+
+async def test_take_ready_takes_ready_paths_not_tasks() -> None:
+    q = WorkQueue(debounce=0)
+    for item in ("/a", RECONCILE, "/b", "/c"):
+        q.put(item)
+    assert await q.get() == "/a"
+    assert q.take_ready(1) == ["/b"]
+    assert q.take_ready(10) == ["/c"]  # the task stays queued for the worker's next turn
+    assert q.waiting() and q.statistics().in_progress == 3
+    for _ in range(3):
+        q.done()
+    assert await q.get() == RECONCILE
+    q.done()
+    assert not q.busy()
+    later = WorkQueue(debounce=30)
+    later.put("/x")
+    assert later.take_ready(5) == []  # not before its debounce
+    assert later.statistics().in_progress == 0
+
+
+def sid(i: int) -> str:
+    return f"{i:08d}-3333-4000-8000-000000000000"
+
+
+def stored(db: Path, sql: str) -> list[tuple[object, ...]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_files_appended_together_are_read_together(tmp_path: Path) -> None:
+    home, db = tmp_path / "home", tmp_path / "helix.db"
+    proj = project(home)
+    files = [proj / f"{sid(i)}.jsonl" for i in range(40)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, sid=sid(i)))
+    d = Helixd(home, db).start()
+    try:
+        d.idle()
+        for i, f in enumerate(files):
+            with f.open("ab") as fh:
+                fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+
+        def all_read() -> bool:
+            sizes = {str(f): f.stat().st_size for f in files}
+            rows = stored(db, "SELECT path, offset FROM files")
+            return sum(1 for p, o in rows if sizes.get(str(p)) == o) == len(files)
+
+        wait_for(all_read, 60, "every append to be read")
+        d.idle()
+        moments = stored(db, "SELECT DISTINCT ingested_at FROM sessions")
+        # one file at a time gives one transaction (one moment) each: 40 and more
+        assert len(moments) <= 20, len(moments)
+        counts = stored(db, "SELECT events FROM sessions")
+        assert sorted(c for (c,) in counts) == [3] * len(files)
+        wait_for(
+            lambda: (
+                not stored(
+                    db,
+                    "SELECT id FROM sessions WHERE analyzed_at IS NULL OR changed_at > analyzed_at",
+                )
+            ),
+            30,
+            "every digest to be rebuilt",
+        )
+    finally:
+        assert d.stop() == 0, d.stderr
+
+
+async def test_an_item_put_for_later_keeps_the_queue_busy_without_blocking_others() -> None:
+    q = WorkQueue(debounce=0)
+    q.put("\0digests", after=0.3)
+    q.put("/a")
+    started = time.monotonic()
+    assert await q.get() == "/a"  # not held up behind the later item
+    assert time.monotonic() - started < 0.2
+    q.done()
+    assert q.busy()  # the later item is pending: `flush` waits for it
+    assert await asyncio.wait_for(q.get(), 1) == "\0digests"
+    assert time.monotonic() - started >= 0.25
+    q.done()
+    assert not q.busy()
