@@ -112,12 +112,11 @@ def prices(ctx: click.Context) -> Any:
 
 def reader(ctx: click.Context) -> sqlite3.Connection:
     """A read-only connection to the store; exit 3 naming the problem."""
-    from helixd.query import NoStore, open_reader, store_condition
+    from helixd.query import NoStore, damaged_header, open_reader, store_condition
 
     db = read_settings(ctx).store_db
-    fault = store_condition(db, writing=False)  # a stat and 16 bytes: a damaged header
-    if fault is not None and fault.kind != "missing":  # (SQLite may still read its cache)
-        exit_store(fault)
+    if damaged_header(db):  # 16 bytes (SQLite may still answer from its cache)
+        exit_store(store_condition(db, writing=False) or f"store {db} is corrupt")
     try:
         return open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:

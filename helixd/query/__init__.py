@@ -12,8 +12,26 @@ dicts and lists of plain values, ready for JSON.  They are synchronous: the CLI 
 directly (no event loop), the daemon's web server in a worker thread.
 """
 
-from helixd.store.faults import StoreFault, classify
-from helixd.store.probe import condition as store_condition
-from helixd.store.readonly import NoStore, open_reader
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["NoStore", "StoreFault", "classify", "open_reader", "store_condition"]
+from helixd.store.readonly import NoStore, damaged_header, open_reader
+
+if TYPE_CHECKING:
+    from helixd.store.faults import StoreFault, classify
+    from helixd.store.probe import condition as store_condition
+
+__all__ = ["NoStore", "StoreFault", "classify", "damaged_header", "open_reader", "store_condition"]
+
+
+def __getattr__(name: str) -> Any:
+    """The fault helpers load when a face first asks for them (a read that works never
+    does: the status line and every read command skip their regular expressions)."""
+    if name in ("StoreFault", "classify"):
+        from helixd.store import faults
+
+        return getattr(faults, name)
+    if name == "store_condition":
+        from helixd.store.probe import condition
+
+        return condition
+    raise AttributeError(name)

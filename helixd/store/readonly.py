@@ -36,3 +36,17 @@ def open_reader(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.C
 def ping(con: sqlite3.Connection) -> None:
     """One round trip to the store (a health check); raises what SQLite raises."""
     con.execute("SELECT 1 FROM migrations LIMIT 1").fetchone()
+
+
+_MAGIC: Final = b"SQLite format 3\x00"
+
+
+def damaged_header(path: Path) -> bool:
+    """The file at ``path`` is not empty and does not start as an SQLite database does
+    (SQLite may still answer from a connection's cache: a reader checks first)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_MAGIC))
+    except OSError:
+        return False
+    return bool(head) and head != _MAGIC
