@@ -120,10 +120,14 @@ def test_a_lock_held_by_another_process_delays_ingest_and_drops_nothing(
 
 def test_scheduled_jobs_meeting_a_lock_are_retried_with_backoff(helixd: Any, home: Path) -> None:
     session(home)
-    # the fixtures are old: the age backstop has Tier 1 to drop, so the evict job must write
-    d = helixd().start(HELIX_DAEMON__EVICT_SECONDS="1", HELIX_RETENTION__RAW_MAX_AGE_DAYS="1")
-    wait_for(lambda: count_rows(d.db) == 2, 10, "first lines")
-    with LockHolder(d.db):
+    first = helixd().start()
+    wait_for(lambda: count_rows(first.db) == 2, 10, "first lines")
+    wait_for(lambda: first.lookup(SID) is not None, 15, "the digest")
+    assert first.stop() == 0
+    with LockHolder(first.db):
+        # The fixtures are old: with a one-day age backstop the evict job has Tier 1 to drop,
+        # so it must write, and meets the lock (held since before this daemon started).
+        d = helixd().start(HELIX_DAEMON__EVICT_SECONDS="1", HELIX_RETENTION__RAW_MAX_AGE_DAYS="1")
 
         def evict_waits() -> bool:
             fault = d.state()["daemon"].get("store_fault") or {}
@@ -131,8 +135,8 @@ def test_scheduled_jobs_meeting_a_lock_are_retried_with_backoff(helixd: Any, hom
 
         wait_for(evict_waits, 15, "the evict job to meet the lock")
         assert d.alive()
-    wait_for(lambda: d.fault_kind() is None, 10, "the evict job to succeed again")
-    assert d.state()["daemon"]["jobs"]["evict"]["ok"] is True
+    wait_for(lambda: d.fault_kind() is None, 15, "the evict job to succeed again")
+    wait_for(lambda: d.state()["daemon"]["jobs"]["evict"]["ok"] is True, 10, "evict ok")
     assert d.stop() == 0
 
 
