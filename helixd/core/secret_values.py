@@ -80,8 +80,8 @@ def placeholder(value: bytes) -> bool:
 
 def looks_like_code(value: bytes, next_byte: bytes) -> bool:
     """A bare value that is a name or an expression, not a literal."""
-    if next_byte and next_byte[0] in _CALL_OR_INDEX:
-        return True
+    if next_byte and next_byte[0] in _CALL_OR_INDEX and not generated(value):
+        return True  # ``f(token=tok, …)``; a machine-made value before a comma stays a secret
     if _DOTTED_NAME.fullmatch(value) or _SNAKE_NAME.fullmatch(value):
         return True
     return bool(_WORD.fullmatch(value)) and entropy(value) < HIGH_ENTROPY
@@ -111,7 +111,7 @@ def password_literal(value: bytes, quoted: bool, next_byte: bytes) -> bool:
         return len(value) >= 3
     if len(value) < 4 or names_a_password(value):
         return False
-    if next_byte and next_byte[0] in _CALL_OR_INDEX:
+    if next_byte and next_byte[0] in _CALL_OR_INDEX and not generated(value):
         return False
     return not (_DOTTED_NAME.fullmatch(value) or _SNAKE_NAME.fullmatch(value))
 
