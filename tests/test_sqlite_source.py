@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -358,3 +359,40 @@ async def test_the_agent_writes_while_helix_commits_what_it_read(tmp_path: Path)
         agent.execute("CREATE TABLE IF NOT EXISTS helix_probe (x)")  # needs the write lock
         agent.close()
         planned.close()
+
+
+def test_a_link_swapped_in_after_the_gate_is_not_read(tmp_path: Path) -> None:
+    """SQLite opens by name and follows links: the name is checked again once the database
+    is open, so a link to a database outside the roots swapped in after the path gate's
+    check (which opened the file without following links) reads nothing."""
+    inside = tmp_path / "inside.db"
+    outside = tmp_path / "outside.db"
+    for path, word in ((inside, "inside"), (outside, "secret outside")):
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("CREATE TABLE t (v TEXT)")
+        con.execute("INSERT INTO t VALUES (?)", (word,))
+        con.close()
+    st = inside.stat()
+    admitted = (st.st_dev, st.st_ino)
+    with agentdb.snapshot(str(inside), admitted) as conn:  # unchanged: read
+        assert conn.execute("SELECT v FROM t").fetchone() == ("inside",)
+    inside.rename(tmp_path / "moved.db")
+    inside.symlink_to(outside)
+    try:
+        with agentdb.snapshot(str(inside), admitted) as conn:
+            raise AssertionError(f"read through the link: {conn.execute('SELECT v FROM t')}")
+    except agentdb.Swapped:
+        pass
+    with tempfile.TemporaryDirectory() as tmp:  # the private copy opens without links too
+        try:
+            agentdb.private_copy(str(inside), tmp, admitted)
+            raise AssertionError("copied through the link")
+        except (agentdb.Swapped, OSError):
+            pass
+    inside.unlink()
+    shutil.copyfile(outside, inside)  # another regular file under the name
+    try:
+        with agentdb.snapshot(str(inside), admitted):
+            raise AssertionError("read another file than the one admitted")
+    except agentdb.Swapped:
+        pass

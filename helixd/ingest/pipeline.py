@@ -40,7 +40,7 @@ from helixd.ingest.parsepool import ParsePool, PieceDone, PieceJob, default_work
 from helixd.ingest.stats import IngestStats
 from helixd.sources import sqlite as dbsource
 from helixd.sources.discover import Discovery, Source, discover
-from helixd.sources.gate import DENIED, READ_ERROR, Refused, open_source, refusal
+from helixd.sources.gate import DENIED, READ_ERROR, SYMLINK, Refused, open_source, refusal
 from helixd.sources.tailer import (
     HEAD_BYTES,
     FileStat,
@@ -519,17 +519,22 @@ class Ingestor:
         # the agent's writer (rollback journal) or its checkpoints (WAL) for that long.
         resting = agentdb.at_rest(src.path)
         pieces: list[Piece] = []
-        with agentdb.snapshot(src.path) as conn:
-            rows = functools.partial(agentdb.rows, conn)
-            taken = 0
-            for piece in dbsource.read_rows(
-                rows, src.adapter.tables, run.marks or {}, run.offset, self.chunk_bytes
-            ):
-                pieces.append(piece)
-                taken += len(piece.data)
-                if taken >= DB_READ_BYTES and not piece.at_eof:
-                    stats.more = True  # the rest next time, from the watermarks reached
-                    break
+        try:
+            with agentdb.snapshot(src.path, (st.dev, st.ino)) as conn:
+                rows = functools.partial(agentdb.rows, conn)
+                taken = 0
+                for piece in dbsource.read_rows(
+                    rows, src.adapter.tables, run.marks or {}, run.offset, self.chunk_bytes
+                ):
+                    pieces.append(piece)
+                    taken += len(piece.data)
+                    if taken >= DB_READ_BYTES and not piece.at_eof:
+                        stats.more = True  # the rest next time, from the watermarks reached
+                        break
+        except agentdb.Swapped:  # the name changed hands after the gate: nothing read is used
+            if os.path.islink(src.path):
+                _skip(stats, Refused(src.path, SYMLINK))
+            return  # another file under the name: its own change reads it
         if resting and (agentdb.at_rest(src.path) is False or dbsource.stat_db(src.path) != st):
             return  # read without locks and the agent started meanwhile: read it again
         for piece in pieces:

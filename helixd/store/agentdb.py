@@ -17,6 +17,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import Any, Final
@@ -24,11 +25,23 @@ from urllib.parse import quote
 
 BUSY_MS: Final = 200
 
+Identity = tuple[int, int]  # (device, inode) of the file the path gate admitted
+
+
+class Swapped(Exception):
+    """The path no longer names the file the gate admitted (replaced by a link or another
+    file between the check and the open): nothing read from it is used."""
+
 
 @contextlib.contextmanager
-def snapshot(path: str) -> Iterator[sqlite3.Connection]:
+def snapshot(path: str, identity: Identity | None = None) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the database at ``path`` inside one read transaction (one
-    consistent view of every table), closed on exit."""
+    consistent view of every table), closed on exit.
+
+    SQLite opens by name and follows links, so with ``identity`` (the file the path gate
+    opened without following links) the name is checked again once SQLite holds the file
+    open: a link or another file swapped in between raises ``Swapped`` before any row is
+    read."""
     try:
         conn = _open_readonly(path, immutable=at_rest(path))
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -37,12 +50,24 @@ def snapshot(path: str) -> Iterator[sqlite3.Connection]:
             # The agent is writing (a hot journal would not be in a copy): read it next time.
             raise
         with tempfile.TemporaryDirectory(prefix="helix-db-") as tmp:
-            conn = _open_readonly(private_copy(path, tmp))
+            conn = _open_readonly(private_copy(path, tmp, identity))
             with _transaction(conn):
                 yield conn
         return
+    if identity is not None and not _still(path, identity):
+        conn.close()
+        raise Swapped(path)
     with _transaction(conn):
         yield conn
+
+
+def _still(path: str, identity: Identity) -> bool:
+    """``path`` names, without a link, the regular file ``identity``."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == identity
 
 
 @contextlib.contextmanager
@@ -57,13 +82,26 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.close()
 
 
-def private_copy(path: str, tmp: str) -> str:
-    """A copy of the database and its WAL in ``tmp`` (nothing is created beside them)."""
+def private_copy(path: str, tmp: str, identity: Identity | None = None) -> str:
+    """A copy of the database and its WAL in ``tmp`` (nothing is created beside them).  Both
+    are opened without following a link; with ``identity`` the database must be that file."""
     copy = os.path.join(tmp, "copy.db")
-    shutil.copyfile(path, copy)
+    _copy_nofollow(path, copy, identity)
     with contextlib.suppress(FileNotFoundError):
-        shutil.copyfile(path + "-wal", copy + "-wal")
+        _copy_nofollow(path + "-wal", copy + "-wal", None)
     return copy
+
+
+def _copy_nofollow(src: str, dst: str, identity: Identity | None) -> None:
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (
+            identity is not None and (st.st_dev, st.st_ino) != identity
+        ):
+            raise Swapped(src)
+        with open(dst, "wb") as out:
+            shutil.copyfileobj(f, out)
 
 
 def at_rest(path: str) -> bool:
