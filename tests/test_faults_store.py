@@ -349,3 +349,48 @@ def test_a_file_that_keeps_failing_backs_off_while_the_others_go_on(
     wait_for(lambda: count_rows(d.db) == 5, 10, "the failing file once readable")
     wait_for(lambda: not failing(), 10, "the failure to clear")
     assert d.stop() == 0
+
+
+def hook_ping(d: FaultyHelixd, command: str) -> None:
+    payload = {
+        "hook_event_name": "PostToolUse",
+        "session_id": SID,
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "hook", "claude"],
+        env=d.env, cwd=REPO, input=orjson.dumps(payload), capture_output=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+
+
+def test_hook_activity_met_by_a_lock_is_held_and_written_in_order_once_it_clears(
+    helixd: Any, home: Path
+) -> None:
+    """A hook reply never waits for the store: activity that meets a store fault is held
+    (masked already), shown in status, and written in arrival order once the store takes
+    writes again — without any further hook ping."""
+    session(home)
+    d = helixd().start()
+    wait_for(lambda: count_rows(d.db) == 2, 10, "first lines")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    with LockHolder(d.db):
+        hook_ping(d, "make first")
+        hook_ping(d, f"GH_TOKEN={token} make second")
+        held = d.state()["daemon"]["hook_activity"]
+        assert held == {"held": 2, "dropped": 0}
+        assert d.alive()
+
+    def kept() -> list[str]:
+        con = sqlite3.connect(d.db)
+        try:
+            return [t for (t,) in con.execute("SELECT target FROM hook_events ORDER BY id")]
+        finally:
+            con.close()
+
+    wait_for(lambda: len(kept()) == 2, 15, "the held activity to be written")
+    first, second = kept()
+    assert first == "make first" and second.endswith("make second") and token not in second
+    wait_for(lambda: d.state()["daemon"]["hook_activity"]["held"] == 0, 5, "nothing held")
+    assert d.stop() == 0

@@ -286,6 +286,12 @@ def _print_failing(d: dict[str, Any]) -> None:
             wait = max(float(f["next_retry_at"]) - time.time(), 0.0)
             click.echo(f"    {f['path']}: {f['error']}")
             click.echo(f"      {f['failures']} failures, next try in {wait:.0f} s")
+    hooks = d.get("hook_activity") or {}
+    if hooks.get("held") or hooks.get("dropped"):
+        click.echo(
+            f"  hook activity held until the store takes writes: {hooks.get('held', 0)}"
+            + (f" ({hooks['dropped']} dropped past the limit)" if hooks.get("dropped") else "")
+        )
     error = d.get("status_file_error")
     if error:
         click.echo(f"  status file {error['path']} cannot be written: {error['error']}")

@@ -37,14 +37,14 @@ import structlog
 from helixd import __version__, config, logs, paths
 from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
-from helixd.adapters.toolkinds import SUMMARY_CHARS, hook_activity
+from helixd.adapters.toolkinds import hook_activity
 from helixd.core import protocol
 from helixd.core.attribution import Naming
 from helixd.core.commits import CommitHub
-from helixd.core.redact import redact
 from helixd.daemon import webhost
 from helixd.daemon.control import Control
 from helixd.daemon.health import FileFailures, StoreHealth
+from helixd.daemon.hookactivity import HookActivity, masked_row
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
 from helixd.daemon.scheduler import Scheduler
@@ -83,6 +83,7 @@ class Daemon:
         self.health = StoreHealth(cap=d.retry_max_seconds)
         self.files = FileFailures(d.file_retry_seconds, d.file_retry_max_seconds)
         self.guard = StoreGuard(settings.store.db, d.busy_timeout_ms, self._reopened)
+        self.hook_activity = HookActivity()
         self.scheduler = Scheduler(on_failure=self._job_failed, on_success=self.health.ok)
         self.index = Gate(self._pairs())
         self.watcher: Watcher | None = None
@@ -219,6 +220,8 @@ class Daemon:
         self.scheduler.shutdown()
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
+        await self.hook_activity.flush(self.guard.store)
+        self.hook_activity.lost_at_stop()
         await self.guard.close()
         self.status.remove()
 
@@ -425,19 +428,12 @@ class Daemon:
         self, agent: str | None, sid: str | None, activity: tuple[str, str | None, str, str]
     ) -> None:
         """A hook's shell command or edit, redacted, into ``hook_events`` (Tier 2: Hegel's
-        hook activity per phase); the time is when it arrived.  Never fails the hook."""
-        store = self.guard.store  # as it is: a hook reply never waits for a store recovery
-        if store is None or agent not in {a.name for a, _ in self.index.configured}:
+        hook activity per phase); the time is when it arrived.  Never fails the hook, never
+        waits for a store recovery: activity met by a store fault is held and written once
+        the store takes writes again (``helixd/daemon/hookactivity.py``)."""
+        if agent is None or agent not in {a.name for a, _ in self.index.configured}:
             return  # an agent not read here (unknown, or disabled): nothing of it is kept
-        tool, call_id, what, target = activity
-        # Masked whole, then cut: a cut first could leave part of a secret unmatched.
-        masked, _ = redact(target.encode("utf-8", "replace"))
-        shown = masked.decode("utf-8", "replace")[:SUMMARY_CHARS]
-        row = (now_ms(), agent, sid, what, tool, call_id, shown)
-        try:
-            await store.save_hook_event(row)
-        except Exception as exc:  # a store fault must not cost the agent its hook reply
-            log.warning("hook_activity_not_kept", error=f"{type(exc).__name__}: {exc}")
+        await self.hook_activity.keep(self.guard.store, masked_row(now_ms(), agent, sid, activity))
 
     async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         """An agent's hook ping: read its transcript now; a session end closes the session.
@@ -526,6 +522,10 @@ class Daemon:
             "store_fault": self.health.describe(),
             "store_identity": self.guard.store.identity if self.guard.store else None,
             "failing_files": self.files.describe(),
+            "hook_activity": {
+                "held": len(self.hook_activity.held),
+                "dropped": self.hook_activity.dropped,
+            },
             "status_file_error": self.status_error,
             "web": self.web.describe() if self.web else None,
             "updated_at": time.time(),
@@ -539,6 +539,8 @@ class Daemon:
         while True:
             try:
                 self._watch_store()
+                if self.hook_activity.held and self.guard.store is not None:
+                    await self.hook_activity.flush(self.guard.store)  # the store is back
                 snap = self.snapshot()
                 key = orjson.dumps(
                     {k: v for k, v in snap.items() if k not in ("updated_at", "status_file_error")},

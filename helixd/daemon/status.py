@@ -97,6 +97,7 @@ def gather(
             jobs=published.get("jobs"),
             store_fault=published.get("store_fault"),
             failing_files=published.get("failing_files"),
+            hook_activity=published.get("hook_activity"),
             status_file_error=published.get("status_file_error"),
             web=published.get("web"),
         )
