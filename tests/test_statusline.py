@@ -182,6 +182,31 @@ def test_the_status_line_loads_only_what_it_uses(store: RunCli) -> None:
     assert not loaded & {"pathlib", "typing", "re", "enum", "json", "dataclasses"}
 
 
+def imported(cmd: list[str], env: dict[str, str], stdin: str) -> set[str]:
+    """The modules a process imports (``-X importtime``), start-up included."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *cmd],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows = [r.split("|") for r in done.stderr.splitlines() if r.startswith("import time:")]
+    return {r[2].strip() for r in rows[1:]}  # the first row is the header
+
+
+def test_the_installed_script_imports_no_more_than_the_line(store: RunCli) -> None:
+    """The executable ``hooks install --statusline`` sets up, whole process: beyond what
+    the interpreter loads for ``-c pass``, only the line's modules (a console-script
+    wrapper would import ``re`` first)."""
+    env = {k: v for k, v in store.env.items() if k != KEEP}  # type: ignore[attr-defined]
+    stdin = json.dumps({"session_id": SID})
+    imported([STATUSLINE], env, stdin)  # the memo warm
+    extra = imported([STATUSLINE], env, stdin) - imported(["-c", "pass"], env, "")
+    assert extra and extra - ALLOWED == set(), extra
+
+
 def memo(home: Path) -> Path:
     return home / ".cache" / "helix" / "statusline-prices.tsv"
 
