@@ -99,6 +99,7 @@ def test_every_module_lives_in_a_floor_or_is_a_shared_top_level_module() -> None
         "helixd.paths",
         "helixd.prices",
         "helixd.readconfig",
+        "helixd.statusline",
     }, top
     assert {folder(n) for n, _ in modules()} - {None} <= set(FLOORS)
 

@@ -4,6 +4,8 @@ real executable on a real store, with the JSON Claude Code pipes in."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -106,7 +108,7 @@ def test_the_line_shows_this_sessions_spend_todays_and_the_burn_rate(store: RunC
 def test_a_session_not_in_the_store_and_bad_input_still_give_a_line(store: RunCli) -> None:
     unknown = statusline(store, json.dumps({"session_id": "not-yet"}))
     assert unknown.returncode == 0 and "session not ingested yet" in unknown.stdout
-    for stdin in ("", "{not json", "[1, 2]"):
+    for stdin in ("", "{not json", "[1, 2]", '{"session_id": 5}', "\x00{}"):
         done = statusline(store, stdin)
         assert done.returncode == 0 and "today $" in done.stdout and "session" not in done.stdout
 
@@ -133,26 +135,204 @@ def test_the_click_command_prints_the_same_line(store: RunCli) -> None:
     assert via.stdout.split("◆")[:2] == direct.split("◆")[:2]
 
 
+# What ``helix-statusline`` may load beyond the interpreter's start-up: sqlite3 (with the
+# datetime adapters its dbapi2 registers) and three small modules of Helix.  A new import of
+# pathlib, typing, re, enum, json, dataclasses (or anything heavier) fails this test.
+ALLOWED = {
+    "helixd",
+    "helixd.statusline",
+    "helixd.store",
+    "helixd.store.now_queries",
+    "helixd.store.readonly",
+    "sqlite3",
+    "sqlite3.dbapi2",
+    "_sqlite3",
+    "datetime",
+    "_datetime",
+    "math",
+    "collections.abc",
+    "__future__",
+}
+
+
 def test_the_status_line_loads_only_what_it_uses(store: RunCli) -> None:
-    """Claude Code runs it after every message: no click, no pydantic, no orjson (it imports
-    dataclasses), no platformdirs, no genai-prices (its flattened data is read)."""
+    """Claude Code runs it after every message: with the price memo warm (the first line of
+    the day builds it), the line loads sqlite3 and three small modules, nothing else."""
+    env = {k: v for k, v in store.env.items() if k != KEEP}  # type: ignore[attr-defined]
+    subprocess.run([STATUSLINE], input=b"{}", env=env, check=True, capture_output=True)
     code = (
-        "import sys; sys.argv = ['helix-statusline']\n"
-        "from helixd.cli.statusline import run\n"
+        "import sys; sys.argv = ['helix-statusline']; before = set(sys.modules)\n"
+        "from helixd.statusline import run\n"
         "try:\n    run()\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(x for x in sys.modules if x.split('.')[0] in ('click', 'pydantic',"
-        " 'orjson', 'dataclasses', 'platformdirs', 'genai_prices', 'rich', 'structlog',"
-        " 'aiosqlite', 'zstandard', 'tomllib'))\n"
-        "print('HEAVY', heavy, file=sys.stderr)"
+        "print('LOADED', sorted(set(sys.modules) - before), file=sys.stderr)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
         input=json.dumps({"session_id": SID}),
-        # only the store is set: the retention setting cli_env adds is not the line's
-        env={k: v for k, v in store.env.items() if k != KEEP},  # type: ignore[attr-defined]
+        env=env,  # only the store is set: the retention setting cli_env adds is not the line's
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert "session $" in done.stdout
-    assert "HEAVY []" in done.stderr, done.stderr[-2000:]
+    loaded = set(
+        json.loads(done.stderr.split("LOADED ", 1)[1].replace("'", '"'))  # a list of names
+    )
+    assert loaded - ALLOWED == set(), done.stderr[-2000:]
+    assert not loaded & {"pathlib", "typing", "re", "enum", "json", "dataclasses"}
+
+
+def imported(cmd: list[str], env: dict[str, str], stdin: str) -> set[str]:
+    """The modules a process imports (``-X importtime``), start-up included."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *cmd],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows = [r.split("|") for r in done.stderr.splitlines() if r.startswith("import time:")]
+    return {r[2].strip() for r in rows[1:]}  # the first row is the header
+
+
+def test_the_installed_script_imports_no_more_than_the_line(store: RunCli) -> None:
+    """The executable ``hooks install --statusline`` sets up, whole process: beyond what
+    the interpreter loads for ``-c pass``, only the line's modules (a console-script
+    wrapper would import ``re`` first)."""
+    env = {k: v for k, v in store.env.items() if k != KEEP}  # type: ignore[attr-defined]
+    stdin = json.dumps({"session_id": SID})
+    imported([STATUSLINE], env, stdin)  # the memo warm
+    extra = imported([STATUSLINE], env, stdin) - imported(["-c", "pass"], env, "")
+    assert extra and extra - ALLOWED == set(), extra
+
+
+def memo(home: Path) -> Path:
+    return home / ".cache" / "helix" / "statusline-prices.tsv"
+
+
+def own_cache(home: Path) -> dict[str, str]:
+    """The environment of a line whose cache directory is this test's own (the session's
+    flattened genai-prices data copied in: flattening it again takes a second)."""
+    shared = Path(os.environ["XDG_CACHE_HOME"], "helix", "genai-prices")
+    if shared.is_dir():
+        shutil.copytree(shared, home / ".cache" / "helix" / "genai-prices")
+    return {"XDG_CACHE_HOME": str(home / ".cache")}
+
+
+def test_the_memo_prices_the_line_and_a_changed_key_rebuilds_it(home: Path, store: RunCli) -> None:
+    """The price memo is what prices the line (a price written into it shows), and only
+    under its key: another key (another day, other price data) is ignored and rewritten."""
+    stdin, env = json.dumps({"session_id": OTHER}), own_cache(home)
+    first = statusline(store, stdin, **env).stdout
+    assert f"session ${usd(10**6, 1):,.2f}" in first
+    key, *rows = memo(home).read_text().splitlines()
+    assert memo(home).stat().st_mode & 0o077 == 0
+    model = "claude-sonnet-4-5-20250929"
+    assert [r.split("\t")[0] for r in rows] == [model]
+    memo(home).write_text(f"{key}\n{model}\t10.0\t15.0\t0.3\t3.75\t6.0\n")
+    assert (
+        "session $10.02 " in statusline(store, stdin, **env).stdout
+    )  # (10**6 * 10 + 1000 * 15) / 1e6
+    stale = key.replace(time.strftime("%Y-%m-%d", time.gmtime()), "1999-01-01")
+    assert stale != key
+    memo(home).write_text(f"{stale}\n{model}\t10.0\t15.0\t0.3\t3.75\t6.0\n")
+    assert statusline(store, stdin, **env).stdout == first
+    assert memo(home).read_text().splitlines()[0] == key
+
+
+def lookup_usd(run: RunCli, sid: str) -> float:
+    """The session's cost with its subagents, as ``helixctl lookup`` shows it."""
+    digest = json.loads(run("lookup", f"claude:{sid}", "--json").stdout)
+    return float(digest["cost_with_subagents"]["usd"])
+
+
+def test_the_line_costs_what_lookup_costs(store: RunCli) -> None:
+    line = statusline(store, json.dumps({"session_id": SID})).stdout
+    assert f"session ${lookup_usd(store, SID):,.2f} " in line
+
+
+@pytest.fixture
+def price_config(home: Path) -> Path:
+    """A config file with a price override (written before the store is ingested)."""
+    config = home / ".config" / "helix" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[prices.models."claude-sonnet-4-5-20250929"]\ninput = 7.3\noutput = 11.0\n')
+    return config
+
+
+def test_with_a_config_file_the_line_costs_what_lookup_costs(
+    price_config: Path, store: RunCli
+) -> None:
+    """A config file (read by the settings reader) with a price override: the memo is keyed
+    by it, and the line shows the session's cost as ``helixctl lookup`` does."""
+    with_override = statusline(store, json.dumps({"session_id": SID})).stdout
+    assert f"session ${lookup_usd(store, SID):,.2f} " in with_override
+    assert "session $4.79 " in with_override  # (650_000 * 7.3 + 4 * 1000 * 11.0) / 1e6
+    price_config.unlink()
+    without = statusline(store, json.dumps({"session_id": SID})).stdout
+    assert f"session ${usd(650_000, 4):,.2f} " in without
+
+
+ENVS = [
+    {},
+    {"HELIX_STORE_DB": "/srv/h/helix.db"},
+    {"HELIX_STORE_DB": "~/h.db"},
+    {"XDG_DATA_HOME": "/data"},
+    {"XDG_DATA_HOME": "  "},
+    {"HELIX_STORE_DB": "/srv/h/helix.db", "XDG_DATA_HOME": "/data", "XDG_CACHE_HOME": "/c"},
+    {"HELIX_STORE__DB": "/from/section.db"},
+    {"HELIX_STORE__DB": "/from/section.db", "HELIX_STORE_DB": "/wins.db"},
+    {"HELIX_CACHE_DIR": "/cache/here", "XDG_CONFIG_HOME": "{tmp}/etc"},
+]
+
+
+@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("config", ["", '[store]\ndb = "/from/config.db"\n'])
+def test_the_line_finds_the_store_and_cache_where_the_settings_reader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], config: str
+) -> None:
+    """The status line's own paths (no pathlib, no settings reader when nothing is
+    configured) are those of ``helixd.paths`` and ``helixd.readconfig``."""
+    from helixd import paths
+    from helixd import statusline as sl
+    from helixd.readconfig import read_config
+
+    for k in [k for k in os.environ if k.upper().startswith(("HELIX_", "XDG_"))]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
+    if config:
+        file = Path(os.environ.get("XDG_CONFIG_HOME", tmp_path / ".config"), "helix", "config.toml")
+        file.parent.mkdir(parents=True)
+        file.write_text(config)
+    assert Path(sl.settings(None)[0]) == read_config().store_db
+    plain = sl.plain_store()
+    assert (plain is None) == bool(config or "HELIX_STORE__DB" in env)
+    assert sl.default_store_path() == str(paths.default_store_path())
+    assert sl.default_config_path() == str(paths.default_config_path())
+    assert sl.cache_dir() == str(paths.cache_dir())
+
+
+def test_the_lines_helpers_agree_with_the_code_they_stand_for() -> None:
+    """The small functions the status line has of its own give what the code they stand
+    for gives: the cost of a row, the local midnight, the genai-prices key, the columns."""
+    from helixd import prices as full
+    from helixd import statusline as sl
+    from helixd.core.pricing import FIELDS, cost
+    from helixd.query.now import local_midnight_ms
+    from helixd.store.now_queries import SUMS
+    from helixd.store.queries import BUCKET_SUMS
+
+    assert sl.FIELDS == FIELDS and SUMS == BUCKET_SUMS
+    assert sl.genai_data_key() == full._installed_key() is not None
+    _, book = full.effective(None, {})
+    counters = [(123_457, 98_765, 4_567_891, 33_333, 7_777), (1, 2, 3, 4, 5), (10**9, 0, 0, 0, 1)]
+    models = ["claude-sonnet-4-5-20250929", "claude-opus-4-1", "gpt-5", "gemini-2.5-pro", "nope"]
+    for model in models:
+        price = sl.prices_for({model}, None, {}).get(model)
+        for c in counters:
+            assert sl.cost(price, c) == cost(book, model, c), (model, c)
+    for ms in (0, 1_700_000_000_000, NOW_MS, 1_711_846_800_000, 1_730_591_999_999):
+        assert sl.local_midnight_ms(ms) == local_midnight_ms(ms)

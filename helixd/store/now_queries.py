@@ -1,20 +1,30 @@
 """The few reads the status line makes on every assistant message: a session's usage (with
 its subagents') and the usage since a bucket, from the 15-minute rollup.  Each is an index
-range, a few rows; ``helixctl statusline`` must answer in tens of milliseconds."""
+range, a few rows; ``helix-statusline`` must answer in tens of milliseconds whole process, so
+this module imports nothing but ``sqlite3`` (no ``typing`` at run time: ``tests/
+test_statusline.py`` pins the modules the line loads)."""
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+TYPE_CHECKING = False  # not `typing`: the status line loads this module
 
-from helixd.store.queries import BUCKET_SUMS
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+# The counters of a row, in the order of ``helixd.store.queries.BUCKET_SUMS`` (input, output,
+# cache read, cache write 5 m, 1 h, reasoning, responses): the two are pinned equal by test.
+SUMS = (
+    "sum(b.input), sum(b.output), sum(b.cache_read), sum(b.cache_write_5m),"
+    " sum(b.cache_write_1h), sum(b.reasoning), sum(b.responses)"
+)
 
 
 def session_usage(con: sqlite3.Connection, native_id: str) -> list[tuple[Any, ...]]:
     """``(model, *counters)`` of the session whose native id is ``native_id`` and of the
     sessions it spawned (subagents)."""
     sql = (
-        f"SELECT b.model, {BUCKET_SUMS} FROM usage_buckets b WHERE b.session_id IN"
+        f"SELECT b.model, {SUMS} FROM usage_buckets b WHERE b.session_id IN"
         " (SELECT id FROM sessions WHERE native_id = ?1 UNION"
         "  SELECT c.id FROM sessions c JOIN sessions p ON c.parent_uid = p.uid"
         "  WHERE p.native_id = ?1)"
@@ -30,5 +40,21 @@ def known_session(con: sqlite3.Connection, native_id: str) -> bool:
 
 def usage_since(con: sqlite3.Connection, bucket: int) -> list[tuple[Any, ...]]:
     """``(model, *counters)`` of every session's usage in the buckets from ``bucket``."""
-    sql = f"SELECT b.model, {BUCKET_SUMS} FROM usage_buckets b WHERE b.bucket >= ? GROUP BY 1"
+    sql = f"SELECT b.model, {SUMS} FROM usage_buckets b WHERE b.bucket >= ? GROUP BY 1"
     return con.execute(sql, (bucket,)).fetchall()
+
+
+def json_text(con: sqlite3.Connection, doc: str, path: str) -> str | None:
+    """The string at ``path`` (``$.session_id``) of the JSON text ``doc``, parsed by SQLite's
+    own JSON functions (the status line loads no ``json`` module, whose decoder imports
+    ``re``); None when ``doc`` is not JSON or holds no string there."""
+    import sqlite3
+
+    try:
+        row = con.execute(
+            "SELECT CASE WHEN json_valid(?1) THEN json_extract(?1, ?2) END", (doc, path)
+        ).fetchone()
+    except (sqlite3.Error, ValueError):  # no JSON1 in this SQLite, or a NUL in the text
+        return None
+    value = row[0] if row else None
+    return value if isinstance(value, str) else None
