@@ -4,7 +4,9 @@ and a Pi session file and a Continue document written, reach ``lookup``."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 from tests.daemon_helpers import Helixd, stored_digest, wait_for
@@ -47,4 +49,34 @@ def test_new_agents_roots_are_watched(daemon: Helixd, home: Path) -> None:
     wait_for(lambda: daemon.lookup(f"continue:{CONTINUE}") is not None, 10, "continue doc")
     digest = daemon.lookup(f"continue:{CONTINUE}")
     assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0
+
+
+def test_opencode_database_is_watched_and_a_write_to_its_wal_is_read(
+    daemon: Helixd, home: Path
+) -> None:
+    """OpenCode's ``opencode.db`` (WAL mode) under ``$XDG_DATA_HOME/opencode`` reaches
+    ``lookup``; OpenCode then rewrites an assistant message's row with its final tokens
+    (only the ``-wal`` changes, and the row adds no event): the digest shows them."""
+    root = home / ".local" / "share" / "opencode"
+    root.mkdir(parents=True)
+    daemon.start()
+    wal = home / "opencode.db"  # OpenCode's database is in WAL mode (set once, kept in it)
+    shutil.copy(FIX / "opencode" / "opencode.db", wal)
+    sqlite3.connect(wal).execute("PRAGMA journal_mode=WAL").connection.close()
+    shutil.copy(wal, root / "opencode.db")
+    uid = "opencode:ses_helix_usage"
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 340 + 45, 15, "opencode db")
+    writer = sqlite3.connect(root / "opencode.db")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    (raw,) = writer.execute("SELECT data FROM message WHERE id = 'msg_a1'").fetchone()
+    data = json.loads(raw)
+    data["tokens"]["output"] = 400
+    writer.execute(
+        "UPDATE message SET data = ?, time_updated = 1760000100000 WHERE id = 'msg_a1'",
+        (json.dumps(data),),
+    )
+    writer.commit()
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 400 + 45, 15, "opencode wal")
+    writer.close()
     assert daemon.stop() == 0

@@ -23,6 +23,7 @@ from helixd.adapters import (
     gemini,
     goose,
     grok,
+    opencode,
     openhands,
     pi,
     qwen,
@@ -52,6 +53,8 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cline_tasks.ROO,
     cline_tasks.KILO,
     cursor_ide.ADAPTER,
+    # issue 16's missing agents
+    opencode.ADAPTER,
 )
 
 
