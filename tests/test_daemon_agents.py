@@ -80,3 +80,20 @@ def test_opencode_database_is_watched_and_a_write_to_its_wal_is_read(
     wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 400 + 45, 15, "opencode wal")
     writer.close()
     assert daemon.stop() == 0
+
+
+def test_kiro_workspace_sessions_are_watched(daemon: Helixd, home: Path) -> None:
+    """A Kiro workspace directory and session document appearing under the default root
+    (``$XDG_CONFIG_HOME/Kiro/User/globalStorage/kiro.kiroagent/workspace-sessions``)."""
+    root = home / ".config" / "Kiro" / "User" / "globalStorage" / "kiro.kiroagent"
+    root = root / "workspace-sessions"
+    root.mkdir(parents=True)
+    daemon.start()
+    (root / "test-workspace").mkdir()
+    src = FIX / "kiro" / "test-workspace" / "test-session-1.json"
+    shutil.copy(src, root / "test-workspace" / "test-session-1.json")
+    uid = "kiro:test-session-1"
+    wait_for(lambda: daemon.lookup(uid) is not None, 15, "kiro session")
+    digest = daemon.lookup(uid)
+    assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0

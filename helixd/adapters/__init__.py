@@ -23,6 +23,7 @@ from helixd.adapters import (
     gemini,
     goose,
     grok,
+    kiro,
     opencode,
     openhands,
     pi,
@@ -55,6 +56,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cursor_ide.ADAPTER,
     # issue 16's missing agents
     opencode.ADAPTER,
+    kiro.ADAPTER,
 )
 
 
