@@ -97,3 +97,31 @@ def test_kiro_workspace_sessions_are_watched(daemon: Helixd, home: Path) -> None
     digest = daemon.lookup(uid)
     assert digest is not None and digest["usage_recorded"] is False
     assert daemon.stop() == 0
+
+
+def test_cursor_agent_transcripts_are_watched(daemon: Helixd, home: Path) -> None:
+    """A transcript directory appearing under ``~/.cursor/projects/<slug>/agent-transcripts``
+    and a line appended to it reach ``lookup``."""
+    root = home / ".cursor" / "projects"
+    root.mkdir(parents=True)
+    daemon.start()
+    src = FIX / "cursor_agent" / "Users-dev-proj" / "agent-transcripts" / "small0001.jsonl"
+    session = root / "home-dev-app" / "agent-transcripts" / "abc123"
+    session.mkdir(parents=True)
+    lines = src.read_bytes().splitlines(keepends=True)
+    (session / "abc123.jsonl").write_bytes(b"".join(lines[:2]))
+    uid = "cursor_agent:abc123"
+    wait_for(lambda: daemon.lookup(uid) is not None, 15, "cursor agent transcript")
+    with (session / "abc123.jsonl").open("ab") as fh:
+        fh.write(b"".join(lines[2:]))
+    con_events = "SELECT count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
+
+    def events() -> int:
+        con = sqlite3.connect(f"file:{daemon.db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute(f"{con_events} WHERE s.uid = ?", (uid,)).fetchone()[0])
+        finally:
+            con.close()
+
+    wait_for(lambda: events() == 5, 15, "appended lines")
+    assert daemon.stop() == 0

@@ -18,6 +18,7 @@ from helixd.adapters import (
     continue_dev,
     copilot,
     crush,
+    cursor_agent,
     cursor_ide,
     droid,
     gemini,
@@ -57,6 +58,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     # issue 16's missing agents
     opencode.ADAPTER,
     kiro.ADAPTER,
+    cursor_agent.ADAPTER,
 )
 
 
