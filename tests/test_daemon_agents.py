@@ -4,7 +4,9 @@ and a Pi session file and a Continue document written, reach ``lookup``."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 from tests.daemon_helpers import Helixd, stored_digest, wait_for
@@ -47,4 +49,79 @@ def test_new_agents_roots_are_watched(daemon: Helixd, home: Path) -> None:
     wait_for(lambda: daemon.lookup(f"continue:{CONTINUE}") is not None, 10, "continue doc")
     digest = daemon.lookup(f"continue:{CONTINUE}")
     assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0
+
+
+def test_opencode_database_is_watched_and_a_write_to_its_wal_is_read(
+    daemon: Helixd, home: Path
+) -> None:
+    """OpenCode's ``opencode.db`` (WAL mode) under ``$XDG_DATA_HOME/opencode`` reaches
+    ``lookup``; OpenCode then rewrites an assistant message's row with its final tokens
+    (only the ``-wal`` changes, and the row adds no event): the digest shows them."""
+    root = home / ".local" / "share" / "opencode"
+    root.mkdir(parents=True)
+    daemon.start()
+    wal = home / "opencode.db"  # OpenCode's database is in WAL mode (set once, kept in it)
+    shutil.copy(FIX / "opencode" / "opencode.db", wal)
+    sqlite3.connect(wal).execute("PRAGMA journal_mode=WAL").connection.close()
+    shutil.copy(wal, root / "opencode.db")
+    uid = "opencode:ses_helix_usage"
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 340 + 45, 15, "opencode db")
+    writer = sqlite3.connect(root / "opencode.db")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    (raw,) = writer.execute("SELECT data FROM message WHERE id = 'msg_a1'").fetchone()
+    data = json.loads(raw)
+    data["tokens"]["output"] = 400
+    writer.execute(
+        "UPDATE message SET data = ?, time_updated = 1760000100000 WHERE id = 'msg_a1'",
+        (json.dumps(data),),
+    )
+    writer.commit()
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 400 + 45, 15, "opencode wal")
+    writer.close()
+    assert daemon.stop() == 0
+
+
+def test_kiro_workspace_sessions_are_watched(daemon: Helixd, home: Path) -> None:
+    """A Kiro workspace directory and session document appearing under the default root
+    (``$XDG_CONFIG_HOME/Kiro/User/globalStorage/kiro.kiroagent/workspace-sessions``)."""
+    root = home / ".config" / "Kiro" / "User" / "globalStorage" / "kiro.kiroagent"
+    root = root / "workspace-sessions"
+    root.mkdir(parents=True)
+    daemon.start()
+    (root / "test-workspace").mkdir()
+    src = FIX / "kiro" / "test-workspace" / "test-session-1.json"
+    shutil.copy(src, root / "test-workspace" / "test-session-1.json")
+    uid = "kiro:test-session-1"
+    wait_for(lambda: daemon.lookup(uid) is not None, 15, "kiro session")
+    digest = daemon.lookup(uid)
+    assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0
+
+
+def test_cursor_agent_transcripts_are_watched(daemon: Helixd, home: Path) -> None:
+    """A transcript directory appearing under ``~/.cursor/projects/<slug>/agent-transcripts``
+    and a line appended to it reach ``lookup``."""
+    root = home / ".cursor" / "projects"
+    root.mkdir(parents=True)
+    daemon.start()
+    src = FIX / "cursor_agent" / "Users-dev-proj" / "agent-transcripts" / "small0001.jsonl"
+    session = root / "home-dev-app" / "agent-transcripts" / "abc123"
+    session.mkdir(parents=True)
+    lines = src.read_bytes().splitlines(keepends=True)
+    (session / "abc123.jsonl").write_bytes(b"".join(lines[:2]))
+    uid = "cursor_agent:abc123"
+    wait_for(lambda: daemon.lookup(uid) is not None, 15, "cursor agent transcript")
+    with (session / "abc123.jsonl").open("ab") as fh:
+        fh.write(b"".join(lines[2:]))
+    con_events = "SELECT count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
+
+    def events() -> int:
+        con = sqlite3.connect(f"file:{daemon.db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute(f"{con_events} WHERE s.uid = ?", (uid,)).fetchone()[0])
+        finally:
+            con.close()
+
+    wait_for(lambda: events() == 5, 15, "appended lines")
     assert daemon.stop() == 0

@@ -18,11 +18,14 @@ from helixd.adapters import (
     continue_dev,
     copilot,
     crush,
+    cursor_agent,
     cursor_ide,
     droid,
     gemini,
     goose,
     grok,
+    kiro,
+    opencode,
     openhands,
     pi,
     qwen,
@@ -52,6 +55,10 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     cline_tasks.ROO,
     cline_tasks.KILO,
     cursor_ide.ADAPTER,
+    # issue 16's missing agents
+    opencode.ADAPTER,
+    kiro.ADAPTER,
+    cursor_agent.ADAPTER,
 )
 
 

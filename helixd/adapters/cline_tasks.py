@@ -8,9 +8,20 @@ session.  Rules from ``../shared/notes/formats.md`` §8.1 and the (constructed) 
 corpus:
 
 * **Read**: ``ui_messages.json`` (an array of ``{ts, type: say|ask, say|ask: <kind>, text,
-  partial}``): the task's own record of the conversation, with usage.  Not read:
-  ``api_conversation_history.json`` (the same turns as sent to the model, no usage),
+  partial}``): the task's own record of the conversation, with times and usage; and
+  ``api_conversation_history.json`` (the turns as sent to the model: Anthropic
+  ``MessageParam``s ``{role, content}``, no times, no usage).  Not read:
   ``task_metadata.json``, checkpoints.
+* **Two files, one session, nothing twice**: ``ui_messages.json`` gives the timeline (every
+  event below); the API history gives only what the UI file does not hold — the **results
+  of tools other than commands** as the model received them (file contents, search and MCP
+  results), as ``tool_result`` events keyed ``api:<message index>:<block index>``.  Its
+  user and assistant text, its tool calls and the commands' results (the UI file's
+  ``command``/``command_output``) are the UI file's turns again and add no event.  Both
+  forms are read: native tool calling (a user ``tool_result`` block, joined by
+  ``tool_use_id`` to the assistant's ``tool_use`` for its name, ``is_error``) and the
+  classic XML form (a user text block ``[<tool> for '<arg>'] Result:`` followed by the
+  result's text blocks, up to the next such header or ``<environment_details>``).
 * **Identity**: ``<agent>:<task id>``; an entry's key is its ``ts`` (the extension rewrites a
   streaming ``partial`` message under the same ``ts``, and ``whole_file`` replaces the
   stored content).
@@ -28,6 +39,7 @@ corpus:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -35,7 +47,7 @@ from typing import Any, Final
 import orjson
 
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.fields import count, get_str
+from helixd.adapters.fields import count, get_str, result_text
 from helixd.adapters.guard import guarded
 from helixd.adapters.turns import Turns
 from helixd.core.records import BadLine, Parsed, SessionInfo, UsageFact
@@ -44,6 +56,10 @@ from helixd.core.values import record_type
 
 VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
 FILE: Final = "ui_messages.json"
+API_FILE: Final = "api_conversation_history.json"
+COMMAND_TOOLS: Final = frozenset({"execute_command"})  # their results are the UI file's
+RESULT_HEADER: Final = re.compile(r"^\[(\w+)(?: for '(.*?)')?\] Result:", re.DOTALL)
+ENVIRONMENT: Final = "<environment_details>"
 QUIET: Final = frozenset(
     [
         "checkpoint_created",
@@ -91,7 +107,7 @@ def _vscode_roots(ext: str) -> Any:
 
 def matches(rel: str) -> bool:
     parts = rel.split("/")
-    return len(parts) >= 2 and parts[-1] == FILE
+    return len(parts) >= 2 and parts[-1] in (FILE, API_FILE)
 
 
 def whole_file(rel: str) -> bool:
@@ -188,12 +204,74 @@ class _Run(Turns):
             )
 
 
+class _ApiRun(_Run):
+    """``api_conversation_history.json``: the results of non-command tools only."""
+
+    def __init__(self, name: str, chunk: Chunk, state: Mapping[str, Any]) -> None:
+        super().__init__(name, chunk, state)
+        self.index = 0
+        self.names: dict[str, str] = {}  # tool_use id -> tool name
+        self.fact()  # the session is the task's, whichever of its files is read first
+
+    def entry(self, offset: int, obj: Any) -> None:
+        i, self.index = self.index, self.index + 1
+        if not isinstance(obj, dict):
+            raise ValueError(f"a message that is not an object but {type(obj).__name__}")
+        role = record_type(obj.get("role"), "role")
+        content = obj.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if role == "assistant":
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self.names[get_str(block, "id")] = get_str(block, "name")
+        elif role == "user":
+            self.results(i, offset, [b for b in blocks if isinstance(b, dict)])
+        else:
+            self.unknown(f"role:{role}")
+
+    def results(self, i: int, offset: int, blocks: list[dict[str, Any]]) -> None:
+        at: tuple[int | None, int] = (None, offset)
+        header: tuple[int, str, list[str]] | None = None  # XML form: (block, tool, text)
+        for j, block in enumerate(blocks):
+            btype = block.get("type")
+            text = get_str(block, "text") if btype == "text" else ""
+            found = RESULT_HEADER.match(text)
+            if found or text.startswith(ENVIRONMENT):
+                self.xml_result(i, at, header)
+                header = None
+            if found:
+                rest = text[found.end() :].strip()
+                header = (j, found.group(1), [rest] if rest else [])
+            elif header is not None and btype == "text":
+                header[2].append(text)
+            if btype == "tool_result":
+                cid = get_str(block, "tool_use_id")
+                tool = self.names.get(cid, "")
+                if tool not in COMMAND_TOOLS:
+                    body = result_text(block.get("content"))
+                    failed = block.get("is_error") is True
+                    key = f"api:{i}:{j}"
+                    self.tool_result(
+                        self.uid, key, at, cid or None, body, failed, name=tool or None
+                    )
+        self.xml_result(i, at, header)
+
+    def xml_result(
+        self, i: int, at: tuple[int | None, int], header: tuple[int, str, list[str]] | None
+    ) -> None:
+        if header is None or header[1] in COMMAND_TOOLS:
+            return
+        j, tool, parts = header
+        self.tool_result(self.uid, f"api:{i}:{j}", at, None, "\n".join(parts), False, name=tool)
+
+
 def _parser(name: str) -> Any:
     def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         doc = _document(chunk)
         if isinstance(doc, Parsed):
             return doc
-        run = _Run(name, chunk, {})
+        api = chunk.ctx.rel.rsplit("/", 1)[-1] == API_FILE
+        run = _ApiRun(name, chunk, {}) if api else _Run(name, chunk, {})
         for entry in doc:
             guarded(run, chunk.base, len(chunk.data), run.entry, chunk.base, entry)
         out = run.out
@@ -223,12 +301,12 @@ def _document(chunk: Chunk) -> list[Any] | Parsed:
     except orjson.JSONDecodeError as exc:
         if not stripped.endswith(b"]"):
             return Parsed(consumed=0, state={})  # mid-rewrite: wait for the next version
-        bad = BadLine(chunk.base, len(chunk.data), f"unreadable ui_messages.json: {exc}")
+        bad = BadLine(chunk.base, len(chunk.data), f"unreadable task document: {exc}")
         return Parsed(consumed=len(chunk.data), state={}, bad=[bad], lines=1)
     if isinstance(value, dict):  # a single record (the contract's unknown-type probe)
         value = [value]
     if not isinstance(value, list):
-        bad = BadLine(chunk.base, len(chunk.data), "ui_messages.json is not an array")
+        bad = BadLine(chunk.base, len(chunk.data), "a task document that is not an array")
         return Parsed(consumed=len(chunk.data), state={}, bad=[bad], lines=1)
     return value
 
@@ -241,7 +319,8 @@ def _adapter(name: str, ext: str, label: str) -> Adapter:
         default_roots=_vscode_roots(ext),
         matches=matches,
         whole_file=whole_file,
-        description=f"{label} tasks (VS Code globalStorage/{ext}/tasks/<id>/ui_messages.json)",
+        description=f"{label} tasks (VS Code globalStorage/{ext}/tasks/<id>/ui_messages.json"
+        " and api_conversation_history.json)",
     )
 
 

@@ -73,10 +73,15 @@ def created_at(index: bytes | None, sid: str) -> int | None:
     return None
 
 
-class _Run(ChainRun):
+class HistoryRun(ChainRun):
+    """A Continue-shaped session document's ``history`` (also Kiro's, whose chat is built
+    on Continue: ``helixd/adapters/kiro.py``)."""
+
+    CWD_KEY = "workspaceDirectory"
+
     def document(self, obj: Mapping[str, Any], created: int | None) -> None:
         self.note_ts(created)
-        for field, key in (("title", "title"), ("cwd", "workspaceDirectory")):
+        for field, key in (("title", "title"), ("cwd", self.CWD_KEY)):
             value = first_str(obj, key)
             if value:
                 self.info[field] = value
@@ -118,11 +123,16 @@ class _Run(ChainRun):
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     """Parse one session document (see the module docstring)."""
+    return parse_history(HistoryRun, NAME, chunk)
+
+
+def parse_history(kind: type[HistoryRun], name: str, chunk: Chunk) -> Parsed:
+    """One Continue-shaped session document of agent ``name``, read by ``kind``."""
     obj = jsonl.whole_document(chunk, "session document")
     if isinstance(obj, Parsed):
         return obj
     stem = chunk.ctx.rel.rsplit("/", 1)[-1][: -len(".json")]
-    run = _Run(NAME, stem, {})
+    run = kind(name, stem, {})
     sid = first_str(obj, "sessionId")
     if sid:
         run.rename(sid)

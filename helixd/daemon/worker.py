@@ -201,7 +201,9 @@ class Worker:
         self.unreadable.update(stats.skipped_paths)
         self._count_summary(stats.as_dict())
         self._files_unreadable(stats.failed)
-        await self._digests_after_ingest(store, bool(stats.events or stats.files_gone))
+        await self._digests_after_ingest(
+            store, bool(stats.events or stats.sessions or stats.files_gone)
+        )
         for path in stats.unfinished:
             self.queue.put(path)  # come back after the others had their turn
 
@@ -283,7 +285,9 @@ class Worker:
             self._files_unreadable(stats.failed)
             return
         # lookups see new lines at once (once no other file waits to be read)
-        await self._digests_after_ingest(store, bool(stats.events or stats.files_gone))
+        await self._digests_after_ingest(
+            store, bool(stats.events or stats.sessions or stats.files_gone)
+        )
         if stats.more:
             self.queue.put(item)  # come back after the others had their turn
 
