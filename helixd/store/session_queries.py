@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from helixd.store import badlines
-from helixd.store.evict import tier1_bytes
 from helixd.store.queries import BUCKET_SUMS, session_filter
 
 SESSION_COLS: Final = (
@@ -177,6 +175,10 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     """What ``status`` shows from the store alone: sessions and events per agent, files,
     bytes read, malformed lines, raw bytes kept, digests, evictions; and every tracked file's
     ``(path, offset, gone_at)`` for the ingest lag."""
+    # only `status` asks: the other session reads skip zstandard, the retention module, hashlib
+    from helixd.store import badlines
+    from helixd.store.evict import tier1_bytes
+
     agents = con.execute(
         "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent"
     ).fetchall()
