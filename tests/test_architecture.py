@@ -23,6 +23,7 @@ CORE = [
     "core.testcommands",
     "core.languages",
     "core.signals",
+    "core.toolnames",
 ]
 # Pure libraries the core may use: JSON decoding and the (GIL-free) substring search.
 CORE_ALLOWED = {"orjson", "ahocorasick_rs", *(f"helixd.{m}" for m in CORE)}

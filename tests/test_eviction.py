@@ -506,3 +506,47 @@ async def test_get_digest_by_uid_async_and_sync(db: Path, monkeypatch: pytest.Mo
     assert isinstance(orjson.loads(raw)["domain"], str)
     monkeypatch.setenv("HELIX_STORE_DB", str(db))
     assert get_digest(uid) == orjson.loads(raw)
+
+
+def _events_scanned(con: sqlite3.Connection) -> int:
+    """The events' share of Tier 1 counted row by row (what the running total must equal)."""
+    return int(con.execute(evict._TIER1).fetchone()[1])
+
+
+def test_the_events_share_of_tier1_is_a_running_total_kept_in_step(db: Path, cli: Cli) -> None:
+    """Issue 12: `status` reads the events' Tier 1 bytes from one row the triggers of
+    m014_event_totals keep (not a scan of every event), and the figure stays the scan's
+    through inserts, rewrites, deletes, an eviction pass and on a store not migrated yet."""
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        statements: list[str] = []
+        con.set_trace_callback(statements.append)
+        _, events, _ = evict.tier1_bytes(con)
+        con.set_trace_callback(None)
+        assert not [s for s in statements if "FROM events" in s], statements
+        assert events == _events_scanned(con) > 0
+        con.execute("BEGIN")
+        con.execute("UPDATE events SET summary = summary || 'é€', body = NULL WHERE id % 3 = 0")
+        con.execute("UPDATE events SET tokens = tokens + 1 WHERE id % 5 = 0")  # not counted
+        con.execute("DELETE FROM events WHERE id % 7 = 0")
+        con.execute(
+            "INSERT INTO events (id, session_id, seq, ekey, kind, summary, body)"
+            " SELECT id + 1000000, session_id, seq + 1000000, ekey + 1, kind, summary, 'ü' || body"
+            " FROM events WHERE id % 11 = 0"
+        )
+        con.execute("COMMIT")
+        assert evict.tier1_bytes(con)[1] == _events_scanned(con) != events
+    finally:
+        con.close()
+    done = cli("evict", "--json", HELIX_RETENTION__RAW_SOFT_CAP_BYTES="300KiB")
+    assert done.exit_code == 0, done.output
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        after = evict.tier1_bytes(con)
+        assert after[1] == _events_scanned(con)
+        status = orjson.loads(cli("status", "--json").stdout)["store"]["tier1"]
+        assert status["events_bytes"] == after[1]
+        con.execute("DROP TABLE event_totals")  # a store an older Helix wrote: the scan
+        assert evict.tier1_bytes(con) == after
+    finally:
+        con.close()

@@ -112,15 +112,22 @@ def prices(ctx: click.Context) -> Any:
 
 def reader(ctx: click.Context) -> sqlite3.Connection:
     """A read-only connection to the store; exit 3 naming the problem."""
-    from helixd.query import NoStore, damaged_header, open_reader, store_condition
+    from helixd.query import NoStore, damaged_header, open_reader
 
     db = read_settings(ctx).store_db
     if damaged_header(db):  # 16 bytes (SQLite may still answer from its cache)
-        exit_store(store_condition(db, writing=False) or f"store {db} is corrupt")
+        exit_store(_condition(db) or f"store {db} is corrupt")
     try:
         return open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:
-        exit_store(store_fault(exc, db) or store_condition(db, writing=False) or exc)
+        exit_store(store_fault(exc, db) or _condition(db) or exc)
+
+
+def _condition(db: Path) -> Any:
+    """What keeps the store from being read (loaded only when a read fails)."""
+    from helixd.query import store_condition
+
+    return store_condition(db, writing=False)
 
 
 def zone(value: str | None) -> tzinfo | None:

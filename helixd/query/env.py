@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from helixd.adapters.toolkinds import is_infra_tool
+from helixd.core.toolnames import is_infra_tool
 
 
 def export_values(digest: Mapping[str, Any], store_db: Path) -> dict[str, str | int | float]:

@@ -18,9 +18,23 @@ from typing import Any, Final
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import query_terms, snippet
 from helixd.store import queries
-from helixd.store.search_write import SEARCH_KINDS
 
-__all__ = ["SEARCH_KINDS", "SearchError", "SearchQuery", "search", "to_fts"]
+__all__ = ["SearchError", "SearchQuery", "search", "searchable_kinds", "to_fts"]
+
+
+def searchable_kinds() -> frozenset[str]:
+    """The event kinds the index holds (loaded with the index writer's module, which a
+    search without ``--kind`` does not need: it pulls hashlib in)."""
+    from helixd.store.search_write import SEARCH_KINDS
+
+    return frozenset(SEARCH_KINDS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SEARCH_KINDS":
+        return searchable_kinds()
+    raise AttributeError(name)
+
 
 _WORD: Final = re.compile(r"\w", re.UNICODE)
 
@@ -68,12 +82,13 @@ def search(
     """Hits best first: the event (``event_id``, its ``seq`` in the session, ``kind``,
     ``timestamp``), its session (``session_uid``, ``agent``, ``repo``, ``title``), a
     ``snippet`` with each hit between ``mark``, and a ``score`` (higher is better)."""
-    unknown = sorted(set(q.kinds) - SEARCH_KINDS)
-    if unknown:
-        raise SearchError(
-            f"unknown kind {', '.join(unknown)} (searchable kinds:"
-            f" {', '.join(sorted(SEARCH_KINDS))})"
-        )
+    if q.kinds:
+        kinds = searchable_kinds()
+        unknown = sorted(set(q.kinds) - kinds)
+        if unknown:
+            raise SearchError(
+                f"unknown kind {', '.join(unknown)} (searchable kinds: {', '.join(sorted(kinds))})"
+            )
     match = q.text.strip() if q.fts else to_fts(q.text, q.prefix)
     if not match:
         raise SearchError("nothing to search for: type a word")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Final
 
-from helixd.adapters.toolkinds import SHELL_TOOLS
 from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
+from helixd.core.toolnames import SHELL_TOOLS
 from helixd.core.usage_report import (
     BUCKET_MS,
     attribute,

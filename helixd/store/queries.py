@@ -232,26 +232,31 @@ def usage_records(
     """Every usage fact of the repo's sessions with ``since <= ts < until``, as
     ``(ts, model, *counters)``, and the sessions they came from
     ``(uid, agent, cwd, started_at, ended_at, files)``."""
-    where = ["u.ts >= ?"]
-    params: list[Any] = [since]
+    in_range = ["u.ts >= ?"]
+    range_params: list[Any] = [since]
     if until is not None:
-        where.append("u.ts < ?")
-        params.append(until)
-    session_filter(where, params, agents, repo)
-    cond = " AND ".join(where)
+        in_range.append("u.ts < ?")
+        range_params.append(until)
+    scope: list[str] = []
+    scope_params: list[Any] = []
+    session_filter(scope, scope_params, agents, repo)
+    cond = " AND ".join(in_range + scope)
     records = con.execute(
         "SELECT u.ts, u.model, u.input, u.output, u.cache_read, u.cache_write_5m,"
         " u.cache_write_1h, u.reasoning, 1 FROM usage u JOIN sessions s ON s.id = u.session_id"
         f" WHERE {cond} ORDER BY u.ts",
-        params,
+        [*range_params, *scope_params],
     ).fetchall()
+    # The range picks the usage rows (index usage_ts), the scope their sessions: the
+    # filter on the outer sessions row keeps the subquery from scanning every usage row.
     sessions = con.execute(
         "SELECT s.uid, s.agent, s.cwd, s.started_at, s.ended_at,"
         " (SELECT count(*) FROM files f WHERE f.session_id = s.id)"
         " FROM sessions s WHERE s.id IN"
-        f" (SELECT DISTINCT u.session_id FROM usage u JOIN sessions s ON s.id = u.session_id"
-        f" WHERE {cond}) ORDER BY s.started_at",
-        params,
+        f" (SELECT u.session_id FROM usage u WHERE {' AND '.join(in_range)})"
+        + "".join(f" AND {c}" for c in scope)
+        + " ORDER BY s.started_at",
+        [*range_params, *scope_params],
     ).fetchall()
     return records, sessions
 
@@ -280,7 +285,8 @@ def activity_records(
         "SELECT t.ts, 'bash', CASE WHEN substr(t.target, 1, length(t.tool) + 2) = t.tool || ': '"
         " THEN substr(t.target, length(t.tool) + 3) ELSE t.target END"
         " FROM tool_calls t JOIN sessions s ON s.id = t.session_id"
-        f" WHERE t.ts >= ? AND t.ts < ? AND t.tool IN ({marks}) AND {scope}"
+        # ``+t.tool``: the time range picks the rows (tool_calls_ts), not every shell call ever
+        f" WHERE t.ts >= ? AND t.ts < ? AND +t.tool IN ({marks}) AND {scope}"
         " UNION ALL SELECT o.ts, 'edit', o.file_path FROM file_operations o"
         f" JOIN sessions s ON s.id = o.session_id WHERE o.ts >= ? AND o.ts < ? AND {scope}"
         # what the hooks reported that the transcripts' tool calls do not hold

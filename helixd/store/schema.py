@@ -604,4 +604,37 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         CREATE INDEX hook_events_at ON hook_events (at);
         """,
     ),
+    (
+        "m014_event_totals",
+        """
+        -- The events' share of Tier 1 (what `helixctl status` and the retention budgets
+        -- count: the UTF-8 bytes of summary and body, per row) kept as a running total by
+        -- triggers, in the transaction that changes the events: a read takes one row instead
+        -- of a scan of every event (helixd.store.evict.tier1_bytes).
+        CREATE TABLE event_totals (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            event_rows INTEGER NOT NULL,
+            text_bytes INTEGER NOT NULL
+        );
+        INSERT INTO event_totals (id, event_rows, text_bytes)
+            SELECT 1, count(*), coalesce(sum(length(CAST(summary AS BLOB))
+                + coalesce(length(CAST(body AS BLOB)), 0)), 0) FROM events;
+        CREATE TRIGGER event_totals_insert AFTER INSERT ON events BEGIN
+            UPDATE event_totals SET event_rows = event_rows + 1, text_bytes = text_bytes
+                + length(CAST(NEW.summary AS BLOB)) + coalesce(length(CAST(NEW.body AS BLOB)), 0)
+                WHERE id = 1;
+        END;
+        CREATE TRIGGER event_totals_delete AFTER DELETE ON events BEGIN
+            UPDATE event_totals SET event_rows = event_rows - 1, text_bytes = text_bytes
+                - length(CAST(OLD.summary AS BLOB)) - coalesce(length(CAST(OLD.body AS BLOB)), 0)
+                WHERE id = 1;
+        END;
+        CREATE TRIGGER event_totals_update AFTER UPDATE OF summary, body ON events BEGIN
+            UPDATE event_totals SET text_bytes = text_bytes
+                + length(CAST(NEW.summary AS BLOB)) + coalesce(length(CAST(NEW.body AS BLOB)), 0)
+                - length(CAST(OLD.summary AS BLOB)) - coalesce(length(CAST(OLD.body AS BLOB)), 0)
+                WHERE id = 1;
+        END;
+        """,
+    ),
 )

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from helixd.store import badlines
-from helixd.store.evict import tier1_bytes
 from helixd.store.queries import BUCKET_SUMS, session_filter
 
 SESSION_COLS: Final = (
@@ -74,14 +72,16 @@ def list_sessions(
     its digest's first prompt and outcome; ``total`` counts every session the filter keeps."""
     where, params = _where(f)
     total = con.execute(f"SELECT count(*) FROM sessions s{where}", params).fetchone()[0]
+    # The page is picked from the sessions alone, then its digests are read: a join before
+    # the sort would parse every session's digest JSON to keep 50 (40 ms -> 2 ms, 2 279
+    # sessions).
+    order = " ORDER BY s.started_at IS NULL, s.started_at DESC, s.id DESC"
+    page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
     sql = (
         f"SELECT {_LISTED}, json_extract(d.json, '$.first_prompt'),"
-        " json_extract(d.json, '$.outcome') FROM sessions s"
-        f" LEFT JOIN digests d ON d.session_id = s.id{where}"
-        " ORDER BY s.started_at IS NULL, s.started_at DESC, s.id DESC"
+        f" json_extract(d.json, '$.outcome') FROM (SELECT * FROM sessions s{where}{order}{page}) s"
+        f" LEFT JOIN digests d ON d.session_id = s.id{order}"
     )
-    if limit is not None:
-        sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
     rows = []
     for r in con.execute(sql, params):
         row = dict(zip(SESSION_NAMES, r, strict=False))
@@ -177,6 +177,10 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     """What ``status`` shows from the store alone: sessions and events per agent, files,
     bytes read, malformed lines, raw bytes kept, digests, evictions; and every tracked file's
     ``(path, offset, gone_at)`` for the ingest lag."""
+    # only `status` asks: the other session reads skip zstandard, the retention module, hashlib
+    from helixd.store import badlines
+    from helixd.store.evict import tier1_bytes
+
     agents = con.execute(
         "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent"
     ).fetchall()

@@ -1,0 +1,110 @@
+"""Issue 12: a read command loads only what it uses.  Each runs in a fresh interpreter on a
+real store (the Claude fixtures ingested) and names the modules it loaded; the heavy ones a
+read has no use for must stay out (click's own imports — inspect, uuid, … — are click's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import REPO, RunCli, copy_claude_fixtures
+
+# what no read command needs: the daemon's and the full settings' machinery, the writers
+NEVER = (
+    "pydantic",
+    "pydantic_settings",
+    "rich",
+    "structlog",
+    "aiosqlite",
+    "anyio",
+    "asyncio",
+    "watchdog",
+    "apscheduler",
+    "tomlkit",
+    "click.testing",
+    "helixd.config",
+    "helixd.ingest",
+    "helixd.store.writer",
+    "helixd.store.database",
+    "helixd.store.probe",
+)
+# what only some reads need: the adapters (show re-reads raw lines, status surveys the roots),
+# the raw tier's compression and hashing (show, status), the roots' walk (status)
+UNLESS_USED = (
+    "helixd.adapters",
+    "helixd.sources",
+    "zstandard",
+    "hashlib",
+    "helixd.store.evict",
+    "helixd.store.faults",  # a read that works never classifies a store fault
+    "helixd.daemon",
+)
+USES = {
+    "status": {
+        "helixd.adapters",
+        "helixd.sources",
+        "zstandard",
+        "hashlib",
+        "helixd.store.evict",
+        "helixd.store.faults",
+        "helixd.daemon",
+    },
+    "show": {"helixd.adapters", "zstandard", "hashlib"},
+}
+
+PROBE = (
+    "import sys\n"
+    "from helixd.cli.main import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+)
+
+
+@pytest.fixture
+def store(home: Path, helixctl: RunCli) -> RunCli:
+    copy_claude_fixtures(home)
+    helixctl("ingest", "--json")
+    return helixctl
+
+
+def loaded(run: RunCli, *argv: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        env=run.env,  # type: ignore[attr-defined]
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.stdout.strip(), (argv, done.stderr[-2000:])
+    return set(done.stderr.split())
+
+
+def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
+    listed = orjson.loads(store("sessions", "--json", "--all").stdout)
+    first = max(listed, key=lambda s: s["events"])
+    uid, repo = first["uid"], first["repo"] or "app"
+    commands = {
+        "lookup": ["lookup", uid],
+        "search": ["search", "the"],
+        "report": ["report", "daily"],
+        "sessions": ["sessions"],
+        "status": ["status"],
+        "stats": ["stats"],
+        "tokens": ["tokens", "--repo", repo, "--since", "36500d"],
+        "env": ["env", uid],
+        "show": ["show", uid, "--tail", "5"],
+    }
+    for name, argv in commands.items():
+        modules = loaded(store, *argv)
+
+        def has(prefix: str, modules: set[str] = modules) -> bool:
+            return any(m == prefix or m.startswith(prefix + ".") for m in modules)
+
+        assert not [m for m in NEVER if has(m)], (name, [m for m in NEVER if has(m)])
+        extra = [m for m in UNLESS_USED if has(m) and m not in USES.get(name, set())]
+        assert not extra, (name, extra)
