@@ -57,16 +57,15 @@ async def ingest(store: Store, gate_or_pairs: object) -> IngestStats:
 
 
 async def stored_paths(store: Store) -> list[str]:
-    async with store.db.execute("SELECT path FROM files ORDER BY path") as cur:
-        return [r[0] for r in await cur.fetchall()]
+    rows = await store.db.execute("SELECT path FROM files ORDER BY path")
+    return [r[0] for r in rows]
 
 
 async def secret_stored(store: Store) -> bool:
-    async with store.db.execute(
+    ((n,),) = await store.db.execute(
         "SELECT count(*) FROM events WHERE body LIKE ?", (f"%{SECRET}%",)
-    ) as cur:
-        row = await cur.fetchone()
-    return bool(row and row[0])
+    )
+    return bool(n)
 
 
 # -- admit: one check for every path from a hook or the watcher ------------------------
@@ -179,8 +178,7 @@ async def test_links_that_stay_inside_the_roots_read_each_file_once(
     stats = await ingest(store, [(claude.ADAPTER, root), (claude.ADAPTER, same)])
     assert not stats.skipped and stats.files_read == 1
     assert await stored_paths(store) == [str(root / "-work-p" / f"{SID}.jsonl")]
-    async with store.db.execute("SELECT count(*) FROM events") as cur:
-        assert (await cur.fetchone()) == (2,)
+    assert await store.db.execute("SELECT count(*) FROM events") == [(2,)]
     # the name does not depend on the order of the configured roots
     again = await ingest(store, [(claude.ADAPTER, same), (claude.ADAPTER, root)])
     assert again.files_read == 0 and not again.skipped
