@@ -84,7 +84,9 @@ class Daemon:
         self.files = FileFailures(d.file_retry_seconds, d.file_retry_max_seconds)
         self.guard = StoreGuard(settings.store.db, d.busy_timeout_ms, self._reopened)
         self.scheduler = Scheduler(on_failure=self._job_failed, on_success=self.health.ok)
-        self.index = Gate(self._pairs())
+        pairs = self._pairs()
+        self.index = Gate(pairs)
+        self._roots_key = [(a.name, os.fspath(r)) for a, r in pairs]  # as the index was built
         self.watcher: Watcher | None = None
         self.status_error: dict[str, Any] | None = None
         self.worker = Worker(
@@ -257,20 +259,32 @@ class Daemon:
         log.info("reloaded", roots=self.index.roots())
 
     async def _refresh_roots(self) -> None:
-        self._use_roots(await asyncio.to_thread(self._pairs))
-
-    def _use_roots(self, pairs: list[tuple[Any, Path]]) -> None:
         """Project directories learned since the last scan become roots of the agents that
-        keep their files in each project (``store.projects``); the watches follow."""
-        gate = Gate(pairs)
-        if [(a.name, r) for a, r in gate.configured] == [
-            (a.name, r) for a, r in self.index.configured
-        ]:
+        keep their files in each project (``store.projects``); the watches follow.  The
+        roots are read, and the gate of a changed set built, in a thread: with hundreds of
+        known projects a gate is thousands of roots, and a reconcile that finds the same
+        roots (the usual case) pays one comparison, nothing on the loop."""
+        gate = await asyncio.to_thread(self._changed_gate)
+        if gate is None:
             return
         self.index = gate
         if self.watcher is not None:
             self.watcher.index = self.index
             self.watcher.refresh()
+
+    def _changed_gate(self) -> Gate | None:
+        """(in a thread) The gate of the roots now, or None when they are those in use."""
+        pairs = self._pairs()
+        key = [(a.name, os.fspath(r)) for a, r in pairs]
+        if key == self._roots_key:
+            return None
+        gate = Gate(pairs)
+        self._roots_key = key
+        if [(a.name, r) for a, r in gate.configured] == [
+            (a.name, r) for a, r in self.index.configured
+        ]:
+            return None
+        return gate
 
     def _schedule_jobs(self) -> None:
         """Jobs from the configuration.  While a root cannot be watched (watching is off, or
