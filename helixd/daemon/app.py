@@ -25,6 +25,7 @@ import contextlib
 import os
 import resource
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -59,6 +60,7 @@ from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
 from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
+from helixd.store import walcheck
 from helixd.store.database import Store, now_ms
 from helixd.store.faults import StoreFault, classify
 from helixd.store.projects import known_projects
@@ -109,6 +111,7 @@ class Daemon:
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
+        self._checkpointed_at = 0  # the worker's bytes read at the last checkpoint tick
 
     def _pairs(self) -> list[tuple[Any, Path]]:
         projects = known_projects(self.settings.store.db)
@@ -553,6 +556,7 @@ class Daemon:
         while True:
             try:
                 self._watch_store()
+                await self._checkpoint_when_written()
                 snap = self.snapshot()
                 key = orjson.dumps(
                     {k: v for k, v in snap.items() if k not in ("updated_at", "status_file_error")},
@@ -564,6 +568,22 @@ class Daemon:
             except Exception as exc:  # the loop itself must never end
                 log.error("status_loop_failed", error=str(exc), exc_info=exc)
             await asyncio.sleep(STATUS_EVERY)
+
+    async def _checkpoint_when_written(self) -> None:
+        """A passive checkpoint off the writer's commit path, when the worker wrote since
+        the last tick (``store.walcheck``); nothing at rest.  A failure is only logged:
+        the writer's own automatic checkpoint remains."""
+        written = self.worker.totals["bytes_read"]
+        if written == self._checkpointed_at or self.guard.store is None:
+            return
+        self._checkpointed_at = written
+        try:
+            done = await asyncio.to_thread(walcheck.checkpoint, self.settings.store.db)
+        except sqlite3.Error as exc:
+            log.warning("checkpoint_failed", error=str(exc))
+            return
+        if done is not None:
+            log.debug("checkpoint", frames=done[0], copied=done[1])
 
     async def _publish(self, snap: dict[str, Any]) -> None:
         try:
