@@ -50,7 +50,7 @@ CHECK_STORE: Final = "\0check-store"  # queue item: the store file changed under
 SCAN_DIR: Final = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
 INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the scheduled pass
 DIGESTS: Final = "\0digests"  # queue item: rebuild the digests of what was read
-GROUP_FILES: Final = 64  # changed paths read in one ingest run
+GROUP_FILES: Final = 256  # changed paths read in one ingest run
 DIGEST_EVERY: Final = 1.0  # seconds between inline digest rebuilds while files are busy
 
 Analyze = Callable[[Store, int | None], Awaitable[int]]
