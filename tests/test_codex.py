@@ -572,21 +572,21 @@ async def test_store_counts_a_session_and_its_archived_copy_once(
     roots = [(codex.ADAPTER, r) for r in codex.default_roots({"CODEX_HOME": str(home)}, tmp_path)]
     stats = await Ingestor(store).backfill(discover(roots))
     assert stats.files_read == 6 and not stats.errors
-    async with store.db.execute(
+    found = await store.db.execute(
         "SELECT s.native_id, sum(u.input), sum(u.cache_read), sum(u.output), sum(u.reasoning),"
         " count(*) FROM usage u JOIN sessions s ON s.id = u.session_id GROUP BY s.native_id"
-    ) as cur:
-        rows = {r[0]: tuple(r[1:]) for r in await cur.fetchall()}
+    )
+    rows = {r[0]: tuple(r[1:]) for r in found}
     assert rows == {
         PARENT_FORK: (59525, 238848, 1123, 483, 6),
         FORK: (3800, 20800, 450, 120, 2),
         PARENT_SUB: (31013, 3456, 431, 264, 1),
         SUB: (1600, 6400, 220, 64, 1),
     }
-    async with store.db.execute(
+    found = await store.db.execute(
         "SELECT native_id, parent_uid, events FROM sessions WHERE agent = 'codex'"
-    ) as cur:
-        sessions = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
+    )
+    sessions = {r[0]: (r[1], r[2]) for r in found}
     assert sessions[FORK][0] == f"codex:{PARENT_FORK}"
     assert sessions[SUB][0] == f"codex:{PARENT_SUB}"
     single = parse(path_of(PARENT_FORK))

@@ -195,9 +195,9 @@ async def test_what_is_counted_is_what_a_delete_frees(db: Path) -> None:
             usage["rows"], now_ms(), everything, other_bytes=usage["other_bytes"], analyzed_now=True
         )
         assert plan.usage_after == usage["other_bytes"]
-        before = await store.run(evict.freelist_bytes, store.db._conn)
+        before = await store.run(evict.freelist_bytes, store.con)
         await store.evict(plan.evictions, now_ms())
-        freed = await store.run(evict.freelist_bytes, store.db._conn) - before
+        freed = await store.run(evict.freelist_bytes, store.con) - before
     finally:
         await store.close()
     counted = plan.bytes_freed

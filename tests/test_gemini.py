@@ -219,8 +219,8 @@ async def ingest(store: Store, root: Path, **kw: int) -> IngestStats:
 
 
 async def one(store: Store, sql: str, *args: object) -> Any:
-    async with store.db.execute(sql, args) as cur:
-        row = await cur.fetchone()
+    rows = await store.db.execute(sql, args)
+    row = rows[0] if rows else None
     assert row is not None
     return row[0] if len(row) == 1 else tuple(row)
 
@@ -235,12 +235,12 @@ async def usage_of(store: Store, uid: str) -> Any:
 
 
 async def kinds_of(store: Store, uid: str) -> dict[str, int]:
-    async with store.db.execute(
+    rows = await store.db.execute(
         "SELECT kind, count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
         " WHERE s.uid = ? GROUP BY kind",
         (uid,),
-    ) as cur:
-        return {k: n for k, n in await cur.fetchall()}
+    )
+    return {k: n for k, n in rows}
 
 
 async def test_fixture_tree_ingests_and_a_second_run_reads_nothing(

@@ -295,8 +295,8 @@ async def ingest(store: Store, root: Path, **kw: int) -> IngestStats:
 
 
 async def one(store: Store, sql: str, *args: object) -> Any:
-    async with store.db.execute(sql, args) as cur:
-        row = await cur.fetchone()
+    rows = await store.db.execute(sql, args)
+    row = rows[0] if rows else None
     assert row is not None
     return row[0] if len(row) == 1 else tuple(row)
 
@@ -311,12 +311,12 @@ async def usage_of(store: Store, uid: str) -> Any:
 
 
 async def kinds_of(store: Store, uid: str) -> dict[str, int]:
-    async with store.db.execute(
+    rows = await store.db.execute(
         "SELECT kind, count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
         " WHERE s.uid = ? GROUP BY kind",
         (uid,),
-    ) as cur:
-        return {k: n for k, n in await cur.fetchall()}
+    )
+    return {k: n for k, n in rows}
 
 
 def sessions_root(tmp_path: Path) -> Path:
@@ -388,10 +388,10 @@ async def test_message_split_across_two_ingests_is_one_event(store: Store, tmp_p
     with f.open("ab") as fh:
         fh.write(data[cut:])
     await ingest(store, tmp_path / "sessions")
-    async with store.db.execute(
+    rows = await store.db.execute(
         "SELECT body FROM events WHERE kind = 'assistant_msg' ORDER BY seq"
-    ) as cur:
-        bodies = [b for (b,) in await cur.fetchall()]
+    )
+    bodies = [b for (b,) in rows]
     assert bodies == [
         "Running the tests first.",
         "One test fails; fixing the total.",

@@ -53,8 +53,8 @@ def session_file(home: Path, name: str = SID) -> Path:
 
 
 async def count(store: Store, sql: str, *args: object) -> int:
-    async with store.db.execute(sql, args) as cur:
-        row = await cur.fetchone()
+    rows = await store.db.execute(sql, args)
+    row = rows[0] if rows else None
     assert row is not None
     return int(row[0])
 
@@ -156,8 +156,8 @@ async def test_renamed_file_keeps_its_cursor(store: Store, home: Path) -> None:
     stats = await ingest(store, root)
     assert stats.bytes_read == 0
     assert await count(store, "SELECT count(*) FROM files") == 1
-    async with store.db.execute("SELECT path FROM files") as cur:
-        assert (await cur.fetchone()) == (str(moved),)
+    rows = await store.db.execute("SELECT path FROM files")
+    assert (rows[0] if rows else None) == (str(moved),)
 
 
 async def test_deleted_source_keeps_every_row(store: Store, home: Path) -> None:

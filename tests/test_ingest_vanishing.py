@@ -76,8 +76,8 @@ async def backfill(store: Store, found: list[Source] | Iterator[Source]) -> Inge
 
 
 async def scalar(store: Store, sql: str, *args: object) -> int:
-    async with store.db.execute(sql, args) as cur:
-        row = await cur.fetchone()
+    rows = await store.db.execute(sql, args)
+    row = rows[0] if rows else None
     assert row is not None
     return int(row[0] or 0)
 

@@ -57,16 +57,15 @@ async def ingest(store: Store, gate_or_pairs: object) -> IngestStats:
 
 
 async def stored_paths(store: Store) -> list[str]:
-    async with store.db.execute("SELECT path FROM files ORDER BY path") as cur:
-        return [r[0] for r in await cur.fetchall()]
+    rows = await store.db.execute("SELECT path FROM files ORDER BY path")
+    return [r[0] for r in rows]
 
 
 async def secret_stored(store: Store) -> bool:
-    async with store.db.execute(
+    ((n,),) = await store.db.execute(
         "SELECT count(*) FROM events WHERE body LIKE ?", (f"%{SECRET}%",)
-    ) as cur:
-        row = await cur.fetchone()
-    return bool(row and row[0])
+    )
+    return bool(n)
 
 
 # -- admit: one check for every path from a hook or the watcher ------------------------
@@ -179,8 +178,7 @@ async def test_links_that_stay_inside_the_roots_read_each_file_once(
     stats = await ingest(store, [(claude.ADAPTER, root), (claude.ADAPTER, same)])
     assert not stats.skipped and stats.files_read == 1
     assert await stored_paths(store) == [str(root / "-work-p" / f"{SID}.jsonl")]
-    async with store.db.execute("SELECT count(*) FROM events") as cur:
-        assert (await cur.fetchone()) == (2,)
+    assert await store.db.execute("SELECT count(*) FROM events") == [(2,)]
     # the name does not depend on the order of the configured roots
     again = await ingest(store, [(claude.ADAPTER, same), (claude.ADAPTER, root)])
     assert again.files_read == 0 and not again.skipped
@@ -348,3 +346,36 @@ def test_a_refusal_names_a_huge_path_shortly(world: dict[str, Path]) -> None:
     with pytest.raises(Refused) as info:
         g.admit("/" + "a" * 1_000_000)
     assert info.value.reason == gate.OUTSIDE and len(str(info.value)) < 2500
+
+
+def test_admit_all_resolves_the_roots_once_and_agrees_with_admit(tmp_path: Path) -> None:
+    """Files changed together are admitted with the roots resolved once (issue 12: per
+    path, resolving every root was the daemon's biggest cost per changed file)."""
+    root = tmp_path / "projects"
+    (root / "-p").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.jsonl").write_bytes(b"{}\n")
+    (root / "-p" / "linked.jsonl").symlink_to(outside / "x.jsonl")
+    paths = [str(root / "-p" / f"{i:08d}-0000-4000-8000-000000000000.jsonl") for i in range(30)]
+    paths += [str(root / "-p" / "linked.jsonl"), str(root / "-p" / "notes.txt"), "relative"]
+    pairs = [(claude.ADAPTER, root), (codex.ADAPTER, tmp_path / "codex")]
+    resolved = 0
+
+    class Counting(Gate):
+        def resolve(self) -> list[gate.Root]:
+            nonlocal resolved
+            resolved += 1
+            return super().resolve()
+
+    admitted, refused = Counting(pairs).admit_all(paths)
+    assert resolved == 1
+    one_by_one: list[gate.Source] = []
+    reasons: dict[str, str] = {}
+    for p in paths:
+        try:
+            one_by_one.append(Gate(pairs).admit(p))
+        except Refused as exc:
+            reasons[p] = exc.reason
+    assert admitted == one_by_one and len(admitted) == 30
+    assert refused == reasons and set(refused) == set(paths[30:])

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -212,3 +213,43 @@ def test_a_new_directory_is_scanned_without_walking_through_links(
     linked.symlink_to(outside, target_is_directory=True)
     assert d.worker._claimed_below(str(proj)) == [str(proj / f"{SID}.jsonl")]
     assert d.worker._claimed_below(str(linked)) == []
+
+
+def test_a_reconcile_with_the_same_roots_builds_no_gate_and_a_new_project_swaps_it(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12, the no-change rescan: with hundreds of known projects a gate is thousands
+    of roots; the reconcile's roots refresh builds one only when the roots changed."""
+    import asyncio
+
+    from helixd import config
+    from helixd.adapters import adapter_named
+    from helixd.daemon import app
+    from helixd.daemon.app import Daemon
+    from helixd.sources.gate import Gate
+
+    for key in [k for k in os.environ if k.startswith(("CLAUDE_", "CODEX_", "HELIX_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("HELIX_STORE_DB", str(tmp_path / "s" / "helix.db"))
+    d = Daemon(config.load(None), None)
+    first = d.index
+    built: list[object] = []
+
+    class Counted(Gate):
+        def __init__(self, pairs: Any) -> None:
+            built.append(pairs)
+            super().__init__(pairs)
+
+    monkeypatch.setattr(app, "Gate", Counted)
+    asyncio.run(d._refresh_roots())
+    asyncio.run(d._refresh_roots())
+    assert built == [] and d.index is first
+    learned = tmp_path / "work" / "p1"
+    learned.mkdir(parents=True)
+    pairs = d._pairs()
+    monkeypatch.setattr(d, "_pairs", lambda: [*pairs, (adapter_named("aider"), learned)])
+    asyncio.run(d._refresh_roots())
+    assert len(built) == 1 and d.index is not first
+    assert str(learned) in d.index.roots()

@@ -44,8 +44,7 @@ async def test_a_full_disk_is_reported_as_disk_full_not_cannot_rollback_and_noth
             filler.unlink()
             stats = await Ingestor(store).backfill(discover([(claude.ADAPTER, root)]))
             assert stats.events == 40
-            async with store.db.execute("SELECT count(*) FROM events") as cur:
-                assert (await cur.fetchone()) == (40,)
+            assert await store.db.execute("SELECT count(*) FROM events") == [(40,)]
         finally:
             await store.close()
 
@@ -216,7 +215,6 @@ async def test_an_ingest_meeting_a_lock_fails_promptly_and_resumes_from_its_curs
             assert classify(raised.value, db).kind == "locked"  # type: ignore[union-attr]
         stats = await Ingestor(store, chunk_bytes=4096).backfill(discover([(claude.ADAPTER, root)]))
         assert stats.events == 300
-        async with store.db.execute("SELECT count(*) FROM events") as cur:
-            assert (await cur.fetchone()) == (300,)
+        assert await store.db.execute("SELECT count(*) FROM events") == [(300,)]
     finally:
         await store.close()

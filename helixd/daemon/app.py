@@ -25,6 +25,7 @@ import contextlib
 import os
 import resource
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -59,6 +60,7 @@ from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
 from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
+from helixd.store import walcheck
 from helixd.store.database import Store, now_ms
 from helixd.store.faults import StoreFault, classify
 from helixd.store.projects import known_projects
@@ -85,7 +87,9 @@ class Daemon:
         self.guard = StoreGuard(settings.store.db, d.busy_timeout_ms, self._reopened)
         self.hook_activity = HookActivity()
         self.scheduler = Scheduler(on_failure=self._job_failed, on_success=self.health.ok)
-        self.index = Gate(self._pairs())
+        pairs = self._pairs()
+        self.index = Gate(pairs)
+        self._roots_key = [(a.name, os.fspath(r)) for a, r in pairs]  # as the index was built
         self.watcher: Watcher | None = None
         self.status_error: dict[str, Any] | None = None
         self.worker = Worker(
@@ -108,6 +112,7 @@ class Daemon:
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
+        self._checkpointed_at = 0  # the worker's bytes read at the last checkpoint tick
 
     def _pairs(self) -> list[tuple[Any, Path]]:
         projects = known_projects(self.settings.store.db)
@@ -260,20 +265,32 @@ class Daemon:
         log.info("reloaded", roots=self.index.roots())
 
     async def _refresh_roots(self) -> None:
-        self._use_roots(await asyncio.to_thread(self._pairs))
-
-    def _use_roots(self, pairs: list[tuple[Any, Path]]) -> None:
         """Project directories learned since the last scan become roots of the agents that
-        keep their files in each project (``store.projects``); the watches follow."""
-        gate = Gate(pairs)
-        if [(a.name, r) for a, r in gate.configured] == [
-            (a.name, r) for a, r in self.index.configured
-        ]:
+        keep their files in each project (``store.projects``); the watches follow.  The
+        roots are read, and the gate of a changed set built, in a thread: with hundreds of
+        known projects a gate is thousands of roots, and a reconcile that finds the same
+        roots (the usual case) pays one comparison, nothing on the loop."""
+        gate = await asyncio.to_thread(self._changed_gate)
+        if gate is None:
             return
         self.index = gate
         if self.watcher is not None:
             self.watcher.index = self.index
             self.watcher.refresh()
+
+    def _changed_gate(self) -> Gate | None:
+        """(in a thread) The gate of the roots now, or None when they are those in use."""
+        pairs = self._pairs()
+        key = [(a.name, os.fspath(r)) for a, r in pairs]
+        if key == self._roots_key:
+            return None
+        gate = Gate(pairs)
+        self._roots_key = key
+        if [(a.name, r) for a, r in gate.configured] == [
+            (a.name, r) for a, r in self.index.configured
+        ]:
+            return None
+        return gate
 
     def _schedule_jobs(self) -> None:
         """Jobs from the configuration.  While a root cannot be watched (watching is off, or
@@ -541,6 +558,7 @@ class Daemon:
                 self._watch_store()
                 if self.hook_activity.held and self.guard.store is not None:
                     await self.hook_activity.flush(self.guard.store)  # the store is back
+                await self._checkpoint_when_written()
                 snap = self.snapshot()
                 key = orjson.dumps(
                     {k: v for k, v in snap.items() if k not in ("updated_at", "status_file_error")},
@@ -552,6 +570,22 @@ class Daemon:
             except Exception as exc:  # the loop itself must never end
                 log.error("status_loop_failed", error=str(exc), exc_info=exc)
             await asyncio.sleep(STATUS_EVERY)
+
+    async def _checkpoint_when_written(self) -> None:
+        """A passive checkpoint off the writer's commit path, when the worker wrote since
+        the last tick (``store.walcheck``); nothing at rest.  A failure is only logged:
+        the writer's own automatic checkpoint remains."""
+        written = self.worker.totals["bytes_read"]
+        if written == self._checkpointed_at or self.guard.store is None:
+            return
+        self._checkpointed_at = written
+        try:
+            done = await asyncio.to_thread(walcheck.checkpoint, self.settings.store.db)
+        except sqlite3.Error as exc:
+            log.warning("checkpoint_failed", error=str(exc))
+            return
+        if done is not None:
+            log.debug("checkpoint", frames=done[0], copied=done[1])
 
     async def _publish(self, snap: dict[str, Any]) -> None:
         try:

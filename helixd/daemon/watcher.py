@@ -12,7 +12,9 @@ its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
   watched non-recursively, with the directories holding the agent's files; a change of a
   database's ``-wal`` file names the database;
 * handlers run on the observer thread and cross into asyncio only through
-  ``loop.call_soon_threadsafe``;
+  ``loop.call_soon_threadsafe``, once per burst of events (``_Handler``), and only for
+  creations, modifications, deletions and moves (``EVENTS``, also the inotify mask:
+  opening and closing a file, the daemon's own reads included, wakes nothing);
 * a directory created inside a root is scanned at once (files written by ``mkdir -p``
   before the new watch existed are otherwise missed);
 * a watch that cannot be added (inotify watch or instance limit) is logged once and the
@@ -23,12 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from helixd.sources.gate import Gate
@@ -37,26 +50,58 @@ log = structlog.get_logger("helixd.watcher")
 WAL = "-wal"
 
 
+# What the daemon listens to, which is also the inotify mask (watchdog builds it from the
+# filter): never opens and closes — the daemon's own reads open every file it reads, and
+# each append by a writer that opens, writes and closes would otherwise cost three events
+# (modified, closed, and its directory modified) instead of one.
+EVENTS: Final[list[type[FileSystemEvent]]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+
 class _Handler(FileSystemEventHandler):
+    """On the observer thread: collects events and wakes the event loop once per burst
+    (``call_soon_threadsafe`` writes to the loop's wake-up pipe: one per event cost the
+    daemon more CPU under load than reading the appended lines).  The same event for the
+    same path is delivered once per wake-up."""
+
     def __init__(
         self, loop: asyncio.AbstractEventLoop, callback: Callable[[str, bool, str], None]
     ) -> None:
         self.loop = loop
         self.callback = callback
+        self._lock = threading.Lock()
+        self._batch: dict[tuple[str, bool, str], None] = {}  # insertion-ordered set
+        self.wakeups = 0  # how many times the loop was woken (tests, status)
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write"):
+        if event.event_type in ("opened", "closed", "closed_no_write"):
             return
-        paths = [event.src_path, getattr(event, "dest_path", "")]
-        for raw in paths:
-            path = os.fsdecode(raw) if raw else ""
-            if path:
-                try:
-                    self.loop.call_soon_threadsafe(
-                        self.callback, path, event.is_directory, event.event_type
-                    )
-                except RuntimeError:  # the loop is closing
-                    return
+        wake = False
+        with self._lock:
+            for raw in (event.src_path, getattr(event, "dest_path", "")):
+                if raw:
+                    wake = wake or not self._batch
+                    self._batch[(os.fsdecode(raw), event.is_directory, event.event_type)] = None
+        if wake:
+            try:
+                self.loop.call_soon_threadsafe(self._deliver)
+            except RuntimeError:  # the loop is closing
+                return
+
+    def _deliver(self) -> None:
+        """(on the loop) Everything collected since the wake-up was asked for."""
+        with self._lock:
+            batch, self._batch = self._batch, {}
+        self.wakeups += 1
+        for path, is_dir, kind in batch:
+            self.callback(path, is_dir, kind)
 
 
 class Watcher:
@@ -105,7 +150,7 @@ class Watcher:
 
     def _watch(self, path: str, recursive: bool) -> None:
         try:
-            self.observer.schedule(self._handler, path, recursive=recursive)
+            self.observer.schedule(self._handler, path, recursive=recursive, event_filter=EVENTS)
             self.watched[path] = recursive
         except OSError as exc:
             if path not in self.failed:

@@ -37,7 +37,7 @@ from helixd.daemon.health import FileFailures, StoreHealth
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
-from helixd.ingest.pipeline import Ingestor, Source, SourceFailed, discover
+from helixd.ingest.pipeline import Ingestor, SourceFailed, discover
 from helixd.sources.discover import unreadable_summary
 from helixd.sources.gate import Gate, Refused
 from helixd.store.database import Store
@@ -50,7 +50,7 @@ CHECK_STORE: Final = "\0check-store"  # queue item: the store file changed under
 SCAN_DIR: Final = "\0dir:"  # queue item: a directory that appeared inside a root, to scan
 INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the scheduled pass
 DIGESTS: Final = "\0digests"  # queue item: rebuild the digests of what was read
-GROUP_FILES: Final = 64  # changed paths read in one ingest run
+GROUP_FILES: Final = 256  # changed paths read in one ingest run
 DIGEST_EVERY: Final = 1.0  # seconds between inline digest rebuilds while files are busy
 
 Analyze = Callable[[Store, int | None], Awaitable[int]]
@@ -190,11 +190,12 @@ class Worker:
         ingestor = Ingestor(
             store, chunk_bytes=limits.chunk_bytes, max_line_bytes=limits.max_line_bytes
         )
-        admitted, refused = await asyncio.to_thread(self._admit_all, paths)
+        admitted, refused = await asyncio.to_thread(self.sources().admit_all, paths)
         for path, reason in refused.items():
             self.unreadable[path] = reason
             log.warning("path_refused", path=path, reason=reason)
-        todo = [(src, await store.cursor_for(src.path)) for src in admitted]
+        known = await store.cursors_for([src.path for src in admitted])  # one hop
+        todo = [(src, known.get(src.path)) for src in admitted]
         stats = await ingestor.ingest_files(todo, limits.max_read_bytes)
         for src in admitted:
             self.unreadable.pop(src.path, None)
@@ -206,16 +207,6 @@ class Worker:
         )
         for path in stats.unfinished:
             self.queue.put(path)  # come back after the others had their turn
-
-    def _admit_all(self, paths: list[str]) -> tuple[list[Source], dict[str, str]]:
-        """(in a thread) The sources behind ``paths``, and the paths refused with why."""
-        gate, admitted, refused = self.sources(), [], {}
-        for path in paths:
-            try:
-                admitted.append(gate.admit(path))
-            except Refused as exc:  # a link out of the roots, a name no adapter claims…
-                refused[path] = exc.reason
-        return admitted, refused
 
     async def _digests_after_ingest(self, store: Store, changed: bool) -> None:
         """Rebuild the digests of what was read now, or, when more files wait to be read,

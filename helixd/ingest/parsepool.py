@@ -93,7 +93,7 @@ def parse_piece(job: PieceJob) -> PieceDone:
 
 class ParsePool:
     """Worker processes for one ingest run (``close`` ends them).  Started with ``spawn``:
-    forking the daemon (its threads hold locks: aiosqlite's, watchdog's) is not safe."""
+    forking the daemon (its threads hold locks: the store's, watchdog's) is not safe."""
 
     def __init__(self, workers: int) -> None:
         ctx = multiprocessing.get_context("spawn")

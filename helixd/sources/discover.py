@@ -110,15 +110,15 @@ class Discovery:
         self.skipped = []
         self._recorded = set()
         roots = self.gate.resolve()
+        reals = {r.real for r in roots}
         seen: set[str] = set()
         for root in roots:
-            if not os.path.isdir(root.path):
-                continue  # the agent is not installed here (a missing root is no gap)
-            if root.adapter.project_files:
+            if root.adapter.project_files:  # a missing project: its files' lstat finds none
                 yield from self._project(root, seen)
                 continue
-            others = {r.real for r in roots if r.real != root.real}
-            yield from self._walk(root, others, seen)
+            if not os.path.isdir(root.path):
+                continue  # the agent is not installed here (a missing root is no gap)
+            yield from self._walk(root, reals - {root.real}, seen)
 
     def _project(self, root: Root, seen: set[str]) -> Iterator[Source]:
         """A project directory: only the agent's few files in it are looked at (one

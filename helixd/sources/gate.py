@@ -180,9 +180,10 @@ class Gate:
                 out.append(Root(adapter, named[real], real))
         return out
 
-    def admit(self, path: object) -> Source:
+    def admit(self, path: object, roots: list[Root] | None = None) -> Source:
         """The source ``path`` names, under its one name; raises ``Refused``.  Does I/O
-        (``realpath``): call it from a worker thread."""
+        (``realpath``): call it from a worker thread.  ``roots``: as ``resolve`` returned
+        them just before (``admit_all``), else resolved now."""
         if not isinstance(path, str) or not path or "\0" in path:
             raise Refused(repr(path)[:200], BAD_PATH)
         if not os.path.isabs(path):
@@ -191,7 +192,8 @@ class Gate:
             real = os.path.realpath(path)
         except (OSError, ValueError) as exc:  # non-strict realpath should not raise; if it
             raise Refused(path, BAD_PATH, str(exc)) from None  # does, it is still a refusal
-        roots = self.resolve()
+        if roots is None:
+            roots = self.resolve()
         inside = [(r, rel) for r in roots if (rel := _below(real, r.real)) is not None]
         if not inside:
             raise Refused(path, OUTSIDE, real if real != path else "")
@@ -200,6 +202,20 @@ class Gate:
             if len(root.real) == deepest and root.adapter.matches(rel):
                 return Source(root.adapter, root.path, os.path.join(root.path, rel), rel)
         raise Refused(path, NOT_CLAIMED)
+
+    def admit_all(self, paths: Iterable[str]) -> tuple[list[Source], dict[str, str]]:
+        """``admit`` for a group of paths (files changed together) with the roots resolved
+        once for the group, not once per path: the sources, and the refused paths with
+        why.  Does I/O: call it from a worker thread."""
+        roots = self.resolve()
+        admitted: list[Source] = []
+        refused: dict[str, str] = {}
+        for path in paths:
+            try:
+                admitted.append(self.admit(path, roots))
+            except Refused as exc:  # a link out of the roots, a name no adapter claims…
+                refused[path] = exc.reason
+        return admitted, refused
 
     def claims(self, path: str) -> bool:
         """Whether ``path``, read lexically (no I/O, for the event loop), names a file some

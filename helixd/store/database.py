@@ -1,8 +1,9 @@
 """The store: the only code in Helix that speaks SQL (this package).
 
-One SQLite file in WAL mode, opened through aiosqlite.  ``Store`` owns the connection,
-runs the migrations and exposes the write path (``commit``: records + cursor in one
-transaction) and the read queries the CLI and the digest builder need.
+One SQLite file in WAL mode, on a connection with a thread of its own (``connection``).
+``Store`` owns the connection, runs the migrations and exposes the write path (``commit``:
+records + cursor in one transaction) and the read queries the CLI and the digest builder
+need.
 
 Connections: the daemon and ``helixctl ingest`` hold one writer connection; read-only
 commands open their own short-lived connection.  ``busy_timeout`` lets a reader and a
@@ -28,13 +29,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import aiosqlite
-
 from helixd import filemodes
 from helixd.core.commits import DIGEST, INGEST, REBUILD, Commit
 from helixd.core.signals import Signals
 from helixd.store import (
     attribution,
+    connection,
     evict,
     facts,
     probe,
@@ -70,14 +70,15 @@ def _private_files(path: Path) -> None:
 class Store:
     """An open Helix store.  Use ``await Store.open(path)`` or ``async with``."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path, readonly: bool = False) -> None:
+    def __init__(self, db: connection.Connection, path: Path, readonly: bool = False) -> None:
         self.db = db
+        self.con = db.con  # the ``sqlite3`` connection: only ever used inside ``run``
         self.path = path
         self.readonly = readonly
         self.identity = probe.identity(path)  # (dev, ino) of the file this connection opened
         self.companions: dict[str, probe.Identity | None] = {}  # "-wal"/"-shm" -> (dev, ino)
         self._head_fd: int | None = None  # kept open for ``check`` (see ``probe``)
-        self._writer = writer.Writer(db._conn)
+        self._writer = writer.Writer(db.con)
         # Called with each ``Commit`` right after its transaction, on the event loop's
         # thread (the daemon points it at its ``CommitHub``); must not block.
         self.on_commit: Callable[[Commit], None] | None = None
@@ -93,20 +94,14 @@ class Store:
         return ids, self._writer.take_changes()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the connection's own thread, in one hop.
-
-        aiosqlite sends each statement to its thread separately; a write batch of a dozen
-        statements would then wait a dozen times for the event loop, which during a backfill
-        is busy parsing the next chunk.  ``Connection._execute`` is the primitive every
-        aiosqlite method is built on; it is wrapped here, in one place, and covered by the
-        store tests (``aiosqlite`` is pinned below 1.0 in pyproject.toml)."""
-        result: T = await self.db._execute(fn, *args)  # type: ignore[no-untyped-call]
-        return result
+        """Run ``fn(*args)`` on the connection's own thread, in one hop (a write batch of a
+        dozen statements does not wait a dozen times for a busy event loop)."""
+        return await self.db.run(fn, *args)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` on the store's thread: for the store functions that take
         the ``sqlite3`` connection (``helixd.store.outbox``), without reaching into it."""
-        return await self.run(fn, self.db._conn, *args)
+        return await self.run(fn, self.con, *args)
 
     @classmethod
     async def open(
@@ -123,9 +118,13 @@ class Store:
             if not readonly:
                 await asyncio.to_thread(_private_files, path)
             if readonly:
-                db = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+                db = await connection.Connection.open(
+                    lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+                )
             else:
-                db = await aiosqlite.connect(path, isolation_level=None)
+                db = await connection.Connection.open(
+                    lambda: sqlite3.connect(path, isolation_level=None)
+                )
         except Exception as exc:  # sqlite3.Error, OSError
             raise _fault(exc, path, "cannot open the store") from exc
         store = cls(db, path, readonly)
@@ -170,7 +169,7 @@ class Store:
         def copy() -> None:
             target = sqlite3.connect(dest, isolation_level=None)
             try:
-                self.db._conn.backup(target)
+                self.con.backup(target)
             finally:
                 target.close()
 
@@ -181,16 +180,14 @@ class Store:
         await self.db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
         if readonly:
             return
-        async with self.db.execute(
+        ((tables, ours),) = await self.db.execute(
             "SELECT count(*), count(*) FILTER (WHERE name = 'migrations') FROM sqlite_master"
             " WHERE type = 'table'"
-        ) as cur:
-            tables, ours = await cur.fetchone() or (0, 0)
+        )
         if tables and not ours:  # someone else's database: never add tables to it
             raise StoreFault("incompatible", self.path, f"not a Helix store ({tables} tables)")
-        async with self.db.execute("SELECT count(*) FROM sqlite_master") as cur:
-            row = await cur.fetchone()
-        if row is not None and row[0] == 0:
+        ((objects,),) = await self.db.execute("SELECT count(*) FROM sqlite_master")
+        if objects == 0:
             # A new file: freed pages go back to the file system on `PRAGMA
             # incremental_vacuum` (eviction).  Only settable before the first table exists;
             # older stores are converted once by a VACUUM in the eviction path.
@@ -209,8 +206,7 @@ class Store:
             "CREATE TABLE IF NOT EXISTS migrations"
             " (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at INTEGER NOT NULL)"
         )
-        async with self.db.execute("SELECT name FROM migrations") as cur:
-            done = {row[0] for row in await cur.fetchall()}
+        done = {row[0] for row in await self.db.execute("SELECT name FROM migrations")}
         known = {name for name, _ in MIGRATIONS}
         if done - known:
             newer = sorted(done - known)
@@ -226,18 +222,22 @@ class Store:
                 f"INSERT INTO migrations (name, applied_at) VALUES ('{name}', {now_ms()});"
                 "\nCOMMIT;"
             )
-            try:
-                await self.db.executescript(script)
-            except BaseException:
-                if self.db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self.db.execute("ROLLBACK")
-                raise
+            await self.run(self._apply_script, script)
+
+    def _apply_script(self, script: str) -> None:
+        """(on the store's thread) A migration script; rolled back whole if it fails."""
+        try:
+            self.con.executescript(script)
+        except BaseException:
+            if self.con.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.con.execute("ROLLBACK")
+            raise
 
     async def close(self) -> None:
         """Close the connection; an error of the close itself (a store already broken) is
         not raised: the connection's thread stops either way."""
-        with contextlib.suppress(sqlite3.Error, ValueError):
+        with contextlib.suppress(sqlite3.Error, ValueError, RuntimeError):
             await self.db.close()
         if self._head_fd is not None:  # only now: closing it drops this process's locks
             os.close(self._head_fd)
@@ -300,69 +300,73 @@ class Store:
 
     # -- read path -------------------------------------------------------------------------
     async def cursors(self) -> dict[str, Any]:
-        return await reader.cursors(self.db)
+        return await self.run(reader.cursors, self.con)
 
     async def cursor_by_identity(self, dev: int, ino: int) -> Any:
-        return await reader.cursor_by_identity(self.db, dev, ino)
+        return await self.run(reader.cursor_by_identity, self.con, dev, ino)
 
     async def sessions(
         self, agent: str | None = None, limit: int | None = None, include_empty: bool = False
     ) -> list[dict[str, Any]]:
-        return await reader.sessions(self.db, agent, limit, include_empty)
+        return await self.run(reader.sessions, self.con, agent, limit, include_empty)
 
     async def find_sessions(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
-        return await reader.find_sessions(self.db, query, limit)
+        return await self.run(reader.find_sessions, self.con, query, limit)
 
     async def digest(self, session_id: int) -> dict[str, Any] | None:
-        return await reader.digest(self.db, session_id)
+        return await self.run(reader.digest, self.con, session_id)
 
     async def digest_facts(self, session_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """What the digests of ``session_ids`` are built from (one hop, grouped scans)."""
-        return await self.run(facts.digest_facts, self.db._conn, session_ids)
+        return await self.run(facts.digest_facts, self.con, session_ids)
 
     async def cursor_for(self, path: str) -> Any:
-        return await reader.cursor_for(self.db, path)
+        return await self.run(reader.cursor_for, self.con, path)
+
+    async def cursors_for(self, paths: Sequence[str]) -> dict[str, Any]:
+        """The known cursors of ``paths`` by path, in one hop."""
+        return await self.run(reader.cursors_for, self.con, list(paths))
 
     async def sessions_to_analyze(
         self, now: int, idle_ms: int, max_events: int | None = None
     ) -> list[int]:
-        return await reader.sessions_to_analyze(self.db, now, idle_ms, max_events)
+        return await self.run(reader.sessions_to_analyze, self.con, now, idle_ms, max_events)
 
     async def analyzable_session_ids(self) -> list[int]:
-        return await reader.analyzable_session_ids(self.db)
+        return await self.run(reader.analyzable_session_ids, self.con)
 
     async def raw_bytes_of(self, session_ids: list[int]) -> int:
-        return await reader.raw_bytes_of(self.db, session_ids)
+        return await self.run(reader.raw_bytes_of, self.con, session_ids)
 
     async def status_facts(self) -> dict[str, Any]:
-        return await reader.status_facts(self.db)
+        return await self.run(reader.status_facts, self.con)
 
     async def session_ids_changed_since_analysis(self) -> list[int]:
-        return await reader.changed_since_analysis(self.db)
+        return await self.run(reader.changed_since_analysis, self.con)
 
     async def file_problems(self, session_id: int) -> dict[str, int]:
-        return await reader.file_problems(self.db, session_id)
+        return await self.run(reader.file_problems, self.con, session_id)
 
     async def totals(self) -> dict[str, Any]:
-        return await reader.totals(self.db)
+        return await self.run(reader.totals, self.con)
 
     # -- re-normalization (helixd.store.renorm) -------------------------------------------
     async def renormalize_groups(self, versions: dict[str, int]) -> list[renorm.Group]:
         """The groups of sessions and files an older adapter version produced."""
-        return await self.run(renorm.groups, self.db._conn, versions)
+        return await self.run(renorm.groups, self.con, versions)
 
     async def stale_file_count(self, versions: dict[str, int]) -> int:
         """Files an older adapter version read (re-normalization would rebuild them)."""
-        return await self.run(queries.stale_file_count, self.db._conn, versions)
+        return await self.run(queries.stale_file_count, self.con, versions)
 
     async def renormalize_skipped_mark(self) -> str | None:
-        return await self.run(renorm.skipped_mark, self.db._conn)
+        return await self.run(renorm.skipped_mark, self.con)
 
     async def set_renormalize_skipped_mark(self, mark: str) -> None:
-        await self.run(renorm.set_skipped_mark, self.db._conn, mark)
+        await self.run(renorm.set_skipped_mark, self.con, mark)
 
     async def stored_raw(self, file_id: int) -> renorm.StoredRaw:
-        return await self.run(renorm.stored_raw, self.db._conn, file_id)
+        return await self.run(renorm.stored_raw, self.con, file_id)
 
     async def replay(
         self, session_ids: Sequence[int], expect: Sequence[tuple[int, int, int, int]], batches: Any
@@ -380,7 +384,7 @@ class Store:
         target)`` (``helixd.store.hook_events``)."""
         from helixd.store import hook_events
 
-        await self.run(hook_events.save, self.db._conn, row)
+        await self.run(hook_events.save, self.con, row)
 
     async def get_digest(self, session_uid: str) -> dict[str, Any] | None:
         """The digest of the session ``session_uid`` (``<flavor>:<native id>``, exactly) as
@@ -390,7 +394,7 @@ class Store:
 
         from helixd.store.session_queries import digest_of_uid
 
-        raw = await self.run(digest_of_uid, self.db._conn, session_uid)
+        raw = await self.run(digest_of_uid, self.con, session_uid)
         return None if raw is None else dict(orjson.loads(raw))
 
     # -- attribution (helixd.store.attribution) --------------------------------------------
@@ -402,33 +406,33 @@ class Store:
         def read(con: Any) -> tuple[list[tuple[Any, ...]], dict[str, tuple[str, str | None]]]:
             return attribution.session_inputs(con, session_ids), attribution.known_roots(con)
 
-        return await self.run(read, self.db._conn)
+        return await self.run(read, self.con)
 
     async def save_attribution(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """``(id, repo, repo_root, domain, task_ref)`` per session."""
-        await self.run(attribution.save, self.db._conn, list(rows))
+        await self.run(attribution.save, self.con, list(rows))
 
     # -- retention (helixd.store.evict) ----------------------------------------------------
     async def retention_usage(self) -> dict[str, Any]:
         """Tier 1 bytes per session (``SessionUsage`` rows), unattributed raw bytes and the
         distilled (Tier 2) bytes."""
-        return await self.run(evict.measure, self.db._conn)
+        return await self.run(evict.measure, self.con)
 
     async def evict(
         self, evictions: Sequence[Any], now: int, loss_reason: str = "hard cap"
     ) -> list[Any]:
         """Apply a retention plan's evictions; returns those applied."""
-        applied = await self.run(evict.apply, self.db._conn, list(evictions), now, loss_reason)
+        applied = await self.run(evict.apply, self.con, list(evictions), now, loss_reason)
         if applied:
             self._publish(REBUILD)
         return applied
 
     async def shrink(self) -> str:
         """Return freed pages to the file system (incremental vacuum + WAL truncate)."""
-        return await self.run(evict.shrink, self.db._conn)
+        return await self.run(evict.shrink, self.con)
 
     async def retention_log(self) -> dict[str, Any]:
-        return await self.run(evict.retention_log, self.db._conn)
+        return await self.run(evict.retention_log, self.con)
 
     def file_bytes(self) -> int:
         return evict.file_bytes(str(self.path))

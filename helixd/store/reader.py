@@ -3,9 +3,9 @@ digest is built from.  Every function takes an open connection and returns plain
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any, Final
 
-import aiosqlite
 import orjson
 
 from helixd.core.records import Cursor
@@ -44,25 +44,23 @@ def _cursor(row: Any) -> Cursor:
     )
 
 
-async def cursors(db: aiosqlite.Connection) -> dict[str, Cursor]:
+def cursors(db: sqlite3.Connection) -> dict[str, Cursor]:
     """Every file's cursor, by path (one query: a re-scan of 10,000 files stays cheap)."""
-    async with db.execute(f"SELECT {_CURSOR_COLS} FROM files") as cur:
-        return {row[1]: _cursor(row) for row in await cur.fetchall()}
+    cur = db.execute(f"SELECT {_CURSOR_COLS} FROM files")
+    return {row[1]: _cursor(row) for row in cur.fetchall()}
 
 
-async def cursor_by_identity(db: aiosqlite.Connection, dev: int, ino: int) -> list[Cursor]:
-    async with db.execute(
-        f"SELECT {_CURSOR_COLS} FROM files WHERE dev = ? AND ino = ?", (dev, ino)
-    ) as cur:
-        return [_cursor(row) for row in await cur.fetchall()]
+def cursor_by_identity(db: sqlite3.Connection, dev: int, ino: int) -> list[Cursor]:
+    cur = db.execute(f"SELECT {_CURSOR_COLS} FROM files WHERE dev = ? AND ino = ?", (dev, ino))
+    return [_cursor(row) for row in cur.fetchall()]
 
 
 def session_row(row: Any) -> dict[str, Any]:
     return dict(zip(_SESSION_NAMES, row, strict=True))
 
 
-async def sessions(
-    db: aiosqlite.Connection, agent: str | None, limit: int | None, include_empty: bool
+def sessions(
+    db: sqlite3.Connection, agent: str | None, limit: int | None, include_empty: bool
 ) -> list[dict[str, Any]]:
     """Sessions newest first.  Sessions without a single message (files of only
     ``summary`` lines, say) are hidden unless ``include_empty``."""
@@ -78,33 +76,33 @@ async def sessions(
     sql += " ORDER BY coalesce(started_at, discovered_at) DESC, id DESC"
     if limit:
         sql += f" LIMIT {int(limit)}"
-    async with db.execute(sql, params) as cur:
-        return [session_row(row) for row in await cur.fetchall()]
+    cur = db.execute(sql, params)
+    return [session_row(row) for row in cur.fetchall()]
 
 
-async def find_sessions(db: aiosqlite.Connection, query: str, limit: int) -> list[dict[str, Any]]:
+def find_sessions(db: sqlite3.Connection, query: str, limit: int) -> list[dict[str, Any]]:
     """Sessions matching a uid (``claude:<id>``), a bare native id, or a unique prefix of
     either.  An exact match wins over prefixes."""
     for sql in (
         f"SELECT {SESSION_COLS} FROM sessions WHERE uid = ?",
         f"SELECT {SESSION_COLS} FROM sessions WHERE native_id = ?",
     ):
-        async with db.execute(sql, (query,)) as cur:
-            rows = await cur.fetchall()
+        cur = db.execute(sql, (query,))
+        rows = cur.fetchall()
         if rows:
             return [session_row(r) for r in rows]
     upper = query + "\U0010ffff"
-    async with db.execute(
+    cur = db.execute(
         f"SELECT {SESSION_COLS} FROM sessions WHERE (uid >= ? AND uid < ?)"
         f" OR (native_id >= ? AND native_id < ?) ORDER BY uid LIMIT ?",
         (query, upper, query, upper, limit),
-    ) as cur:
-        return [session_row(r) for r in await cur.fetchall()]
+    )
+    return [session_row(r) for r in cur.fetchall()]
 
 
-async def digest(db: aiosqlite.Connection, session_id: int) -> dict[str, Any] | None:
-    async with db.execute("SELECT json FROM digests WHERE session_id = ?", (session_id,)) as cur:
-        row = await cur.fetchone()
+def digest(db: sqlite3.Connection, session_id: int) -> dict[str, Any] | None:
+    cur = db.execute("SELECT json FROM digests WHERE session_id = ?", (session_id,))
+    row = cur.fetchone()
     return orjson.loads(row[0]) if row else None
 
 
@@ -113,19 +111,19 @@ async def digest(db: aiosqlite.Connection, session_id: int) -> dict[str, Any] | 
 _NOT_EMPTIED: Final = "evict_stage < 2"
 
 
-async def changed_since_analysis(db: aiosqlite.Connection) -> list[int]:
-    async with db.execute(f"SELECT id FROM sessions WHERE {DIGEST_DUE}") as cur:
-        return [int(r[0]) for r in await cur.fetchall()]
+def changed_since_analysis(db: sqlite3.Connection) -> list[int]:
+    cur = db.execute(f"SELECT id FROM sessions WHERE {DIGEST_DUE}")
+    return [int(r[0]) for r in cur.fetchall()]
 
 
-async def _one(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
-    async with db.execute(sql, params) as cur:
-        return await cur.fetchone()
+def _one(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+    cur = db.execute(sql, params)
+    return cur.fetchone()
 
 
-async def _all(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    async with db.execute(sql, params) as cur:
-        return list(await cur.fetchall())
+def _all(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    cur = db.execute(sql, params)
+    return list(cur.fetchall())
 
 
 _USAGE_SUM: Final = (
@@ -147,8 +145,8 @@ def _usage(row: Any) -> dict[str, int]:
     }
 
 
-async def file_problems(db: aiosqlite.Connection, session_id: int) -> dict[str, int]:
-    row = await _one(
+def file_problems(db: sqlite3.Connection, session_id: int) -> dict[str, int]:
+    row = _one(
         db,
         "SELECT count(*), coalesce(sum(bad_lines), 0),"
         " coalesce(sum(unknown_records), 0), coalesce(sum(redactions), 0),"
@@ -166,13 +164,13 @@ async def file_problems(db: aiosqlite.Connection, session_id: int) -> dict[str, 
     }
 
 
-async def totals(db: aiosqlite.Connection) -> dict[str, Any]:
-    agents = await _all(
+def totals(db: sqlite3.Connection) -> dict[str, Any]:
+    agents = _all(
         db,
         "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent",
         (),
     )
-    files = await _one(
+    files = _one(
         db,
         "SELECT count(*), coalesce(sum(offset), 0), coalesce(sum(lines), 0),"
         " coalesce(sum(bad_lines), 0), coalesce(sum(raw_bytes), 0)"
@@ -191,41 +189,41 @@ async def totals(db: aiosqlite.Connection) -> dict[str, Any]:
     }
 
 
-async def cursor_for(db: aiosqlite.Connection, path: str) -> Cursor | None:
-    async with db.execute(f"SELECT {_CURSOR_COLS} FROM files WHERE path = ?", (path,)) as cur:
-        row = await cur.fetchone()
+def cursor_for(db: sqlite3.Connection, path: str) -> Cursor | None:
+    cur = db.execute(f"SELECT {_CURSOR_COLS} FROM files WHERE path = ?", (path,))
+    row = cur.fetchone()
     return _cursor(row) if row else None
 
 
-async def sessions_to_analyze(
-    db: aiosqlite.Connection, now: int, idle_ms: int, max_events: int | None = None
+def sessions_to_analyze(
+    db: sqlite3.Connection, now: int, idle_ms: int, max_events: int | None = None
 ) -> list[int]:
     """Sessions whose digest is missing or older than their last change, and provisional
     digests of sessions that have now been idle long enough to be closed; with
     ``max_events``, only sessions that small (a digest costs O(session))."""
     limit = "" if max_events is None else f" AND events <= {int(max_events)}"
-    async with db.execute(
+    cur = db.execute(
         f"SELECT id FROM sessions WHERE {DIGEST_DUE}{limit}"
         " UNION SELECT s.id FROM sessions s JOIN digests d ON d.session_id = s.id"
         " WHERE d.provisional = 1 AND (s.ended = 1 OR coalesce(s.ended_at, 0) < ?)"
         f" AND s.{_NOT_EMPTIED}",
         (now - idle_ms,),
-    ) as cur:
-        return [int(r[0]) for r in await cur.fetchall()]
+    )
+    return [int(r[0]) for r in cur.fetchall()]
 
 
-async def analyzable_session_ids(db: aiosqlite.Connection) -> list[int]:
+def analyzable_session_ids(db: sqlite3.Connection) -> list[int]:
     """Every session whose events are still stored (a digest can be rebuilt)."""
-    async with db.execute(f"SELECT id FROM sessions WHERE {_NOT_EMPTIED}") as cur:
-        return [int(r[0]) for r in await cur.fetchall()]
+    cur = db.execute(f"SELECT id FROM sessions WHERE {_NOT_EMPTIED}")
+    return [int(r[0]) for r in cur.fetchall()]
 
 
-async def raw_bytes_of(db: aiosqlite.Connection, session_ids: list[int]) -> int:
+def raw_bytes_of(db: sqlite3.Connection, session_ids: list[int]) -> int:
     """Source bytes read for these sessions (their files' cursors)."""
     total = 0
     for i in range(0, len(session_ids), 500):
         part = session_ids[i : i + 500]
-        row = await _one(
+        row = _one(
             db,
             "SELECT coalesce(sum(offset), 0) FROM files"
             f" WHERE session_id IN ({','.join('?' * len(part))})",
@@ -235,27 +233,37 @@ async def raw_bytes_of(db: aiosqlite.Connection, session_ids: list[int]) -> int:
     return total
 
 
-async def status_facts(db: aiosqlite.Connection) -> dict[str, Any]:
+def status_facts(db: sqlite3.Connection) -> dict[str, Any]:
     """What ``helixctl status`` shows from the store alone."""
-    summary = await totals(db)
-    summary["files_gone"] = (
-        await _one(db, "SELECT count(*) FROM files WHERE gone_at IS NOT NULL", ())
-    )[0]
-    summary["digests"] = (await _one(db, "SELECT count(*) FROM digests", ()))[0]
+    summary = totals(db)
+    summary["files_gone"] = (_one(db, "SELECT count(*) FROM files WHERE gone_at IS NOT NULL", ()))[
+        0
+    ]
+    summary["digests"] = (_one(db, "SELECT count(*) FROM digests", ()))[0]
     summary["unknown_records"] = (
-        await _one(db, "SELECT coalesce(sum(unknown_records), 0) FROM files", ())
+        _one(db, "SELECT coalesce(sum(unknown_records), 0) FROM files", ())
     )[0]
-    summary["malformed_by_agent"] = dict(await _all(db, badlines.BY_AGENT_SQL, ()))
+    summary["malformed_by_agent"] = dict(_all(db, badlines.BY_AGENT_SQL, ()))
     summary["malformed_latest"] = [
         {"agent": a, "path": p, "offset": o, "length": n, "reason": r}
-        for a, p, o, n, r in await _all(db, badlines.LATEST_SQL, (5,))
+        for a, p, o, n, r in _all(db, badlines.LATEST_SQL, (5,))
     ]
-    if await _one(db, "SELECT 1 FROM sqlite_master WHERE name = 'data_loss'", ()):
-        loss = await _one(
-            db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM data_loss", ()
-        )
+    if _one(db, "SELECT 1 FROM sqlite_master WHERE name = 'data_loss'", ()):
+        loss = _one(db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM data_loss", ())
         summary["data_loss"] = {"sessions": loss[0], "bytes": loss[1], "last_at": loss[2]}
-        ev = await _one(db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM evictions", ())
+        ev = _one(db, "SELECT count(*), coalesce(sum(bytes), 0), max(at) FROM evictions", ())
         summary["evictions"] = {"count": ev[0], "bytes": ev[1], "last_at": ev[2]}
-    files = await _all(db, "SELECT path, offset, gone_at FROM files", ())
+    files = _all(db, "SELECT path, offset, gone_at FROM files", ())
     return {"summary": summary, "files": [tuple(f) for f in files]}
+
+
+def cursors_for(db: sqlite3.Connection, paths: list[str]) -> dict[str, Cursor]:
+    """The cursors of ``paths`` that are known, by path (one hop for a group of files)."""
+    found: dict[str, Cursor] = {}
+    for i in range(0, len(paths), 500):
+        part = paths[i : i + 500]
+        cur = db.execute(
+            f"SELECT {_CURSOR_COLS} FROM files WHERE path IN ({','.join('?' * len(part))})", part
+        )
+        found.update((row[1], _cursor(row)) for row in cur.fetchall())
+    return found
