@@ -26,7 +26,7 @@ import asyncio
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from helixd.adapters import Chunk, FileContext, adapter_named
@@ -62,7 +62,9 @@ class PieceDone:
     """What came of a piece.  ``redacted`` is only sent back when redaction changed the
     bytes (the caller still holds the piece otherwise); ``rows`` are the writer's prepared rows
     (``Batch.prepare``), ``None`` if they could not be made here (the writer then prepares
-    them itself and quarantines what fails)."""
+    them itself and quarantines what fails).  With ``rows``, ``parsed.events`` is empty: the
+    rows hold everything the writer stores of an event, and sending the events too cost as
+    much again in pickling on each side (their payloads, tool output, included)."""
 
     redacted: bytes | None
     secrets: int
@@ -88,6 +90,8 @@ def parse_piece(job: PieceJob) -> PieceDone:
         rows: list[Prepared] | None = [prepare_event(ev) for ev in parsed.events]
     except Exception:
         rows = None
+    else:
+        parsed = replace(parsed, events=[])
     return PieceDone(redacted if secrets else None, secrets, parsed, rows)
 
 
