@@ -87,7 +87,7 @@ async def test_a_small_backlog_is_parsed_inline(tmp_path: Path) -> None:
 
 def test_a_worker_sends_rows_not_events(tmp_path: Path) -> None:
     """The events' content travels once, as prepared rows (events and their payloads would
-    cost as much again in pickling on both sides)."""
+    cost as much again in pickling on both sides), and usage facts as plain tuples."""
     data = b"".join(record(n, "assistant" if n % 2 else "user", "y" * 500) for n in range(1, 40))
     ctx = FileContext(str(tmp_path / "s.jsonl"), "p/s.jsonl")
     done = parse_piece(PieceJob(1, "claude", data, 0, True, ctx, {}))
@@ -95,4 +95,5 @@ def test_a_worker_sends_rows_not_events(tmp_path: Path) -> None:
     assert done.parsed.events == []
     inline = parse_total(claude.ADAPTER, Chunk(data, 0, True, ctx), {})
     assert done.rows == [prepare_event(ev) for ev in inline.events]
-    assert done.parsed.usage == inline.usage
+    assert done.parsed.usage == [] and len(done.usage) >= 19  # facts as plain tuples
+    assert done.records().usage == inline.usage

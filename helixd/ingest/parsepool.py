@@ -24,18 +24,23 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import operator
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from helixd.adapters import Chunk, FileContext, adapter_named
 from helixd.adapters.guard import parse_total
-from helixd.core.records import Parsed
+from helixd.core.records import Parsed, UsageFact
 from helixd.core.redact import redact
 from helixd.store.writer import Prepared, prepare_event
 
 MAX_WORKERS: Final = 3
+# A usage fact crosses the process boundary as a plain tuple of its fields: pickling the
+# frozen dataclass costs about 7 µs to send and 10 µs to receive each, the tuple a tenth.
+_USAGE_FIELDS: Final = operator.attrgetter(*(f.name for f in fields(UsageFact)))
+UsageTuple = tuple[Any, ...]
 
 
 def default_workers() -> int:
@@ -68,8 +73,13 @@ class PieceDone:
 
     redacted: bytes | None
     secrets: int
-    parsed: Parsed
+    parsed: Parsed  # its ``usage`` travels in ``usage`` (use ``records``)
     rows: list[Prepared] | None
+    usage: list[UsageTuple]
+
+    def records(self) -> Parsed:
+        """(in the ingesting process) The parse result with its usage facts rebuilt."""
+        return replace(self.parsed, usage=[UsageFact(*t) for t in self.usage])
 
 
 _carried: dict[int, dict[str, Any]] = {}  # in a worker: file token -> state after its last piece
@@ -92,7 +102,8 @@ def parse_piece(job: PieceJob) -> PieceDone:
         rows = None
     else:
         parsed = replace(parsed, events=[])
-    return PieceDone(redacted if secrets else None, secrets, parsed, rows)
+    usage = [_USAGE_FIELDS(fact) for fact in parsed.usage]
+    return PieceDone(redacted if secrets else None, secrets, replace(parsed, usage=[]), rows, usage)
 
 
 class ParsePool:

@@ -607,7 +607,7 @@ class Ingestor:
         if item.done is not None:
             done = await item.done
             redacted = piece.data if done.redacted is None else done.redacted
-            secrets, parsed, rows = done.secrets, done.parsed, done.rows
+            secrets, parsed, rows = done.secrets, done.records(), done.rows
         else:
             assert item.redacted is not None
             redacted, secrets = await item.redacted
