@@ -35,6 +35,7 @@ HELIXCTL = [sys.executable, "-m", "helixd.cli.main"]
 # The console script users run: `helixctl ingest` with nothing new is answered by its quick
 # first step (helixd/ingest/plan.py) without starting the full ingest.
 CONSOLE = [str(Path(sys.executable).parent / "helixctl")]
+MAX_AGE_DAYS = 36_500  # no session of a generated corpus is past the age backstop
 
 
 def tree_rss_kib(root: int) -> int:
@@ -138,7 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     agents = args.agent or ["claude", "codex"]
     size = corpus_bytes(args.home, agents)
-    env = {**corpus_env(args.home), "PYTHONPATH": str(REPO)}
+    # The corpus is dated by the generator (--now, default 2025-11-20): once the clock is
+    # past its sessions by the age backstop (retention.raw_max_age_days, 45), the retention
+    # pass that ends `helixctl ingest` would take every session's Tier 1 and the run would
+    # measure an eviction of the whole corpus, not a first ingest with raw kept.
+    env = {
+        **corpus_env(args.home),
+        "PYTHONPATH": str(REPO),
+        "HELIX_RETENTION__RAW_MAX_AGE_DAYS": str(MAX_AGE_DAYS),
+    }
     # every agent the corpus has: the bare command (which the quick re-scan path serves)
     default = sorted(agents) == ["claude", "codex"]
     agent_flags = [] if default else [flag for a in agents for flag in ("--agent", a)]

@@ -8,10 +8,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import claude
+from helixd.adapters import Chunk, FileContext, claude
+from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
+from helixd.ingest.parsepool import PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store, now_ms
+from helixd.store.writer import prepare_event
 from tests.db_snapshot import snapshot
 from tests.secret_corpus import FAMILIES, enc
 from tests.test_ingest import record, session_file
@@ -80,3 +83,17 @@ async def test_a_small_backlog_is_parsed_inline(tmp_path: Path) -> None:
     ingestor, stats = await ingest(tmp_path / "s.db", home, workers=2)  # default threshold
     assert stats.events > 900
     assert ingestor.pieces_to_workers == 0
+
+
+def test_a_worker_sends_rows_not_events(tmp_path: Path) -> None:
+    """The events' content travels once, as prepared rows (events and their payloads would
+    cost as much again in pickling on both sides), and usage facts as plain tuples."""
+    data = b"".join(record(n, "assistant" if n % 2 else "user", "y" * 500) for n in range(1, 40))
+    ctx = FileContext(str(tmp_path / "s.jsonl"), "p/s.jsonl")
+    done = parse_piece(PieceJob(1, "claude", data, 0, True, ctx, {}))
+    assert done.rows is not None and len(done.rows) >= 39
+    assert done.parsed.events == []
+    inline = parse_total(claude.ADAPTER, Chunk(data, 0, True, ctx), {})
+    assert done.rows == [prepare_event(ev) for ev in inline.events]
+    assert done.parsed.usage == [] and len(done.usage) >= 19  # facts as plain tuples
+    assert done.records().usage == inline.usage

@@ -33,6 +33,7 @@ from helixd.core.values import TS_MAX_MS, TS_MIN_MS
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
 from helixd.store.database import Batch, Store
+from helixd.store.writer import prepare_event
 from tests.conftest import REPO, RunCli, cli_env
 from tests.daemon_helpers import Helixd, wait_for
 from tests.db_snapshot import snapshot
@@ -282,6 +283,24 @@ async def test_values_the_store_refuses_quarantine_their_lines_only(store: Store
     assert files == (len(RAW), 4, 3)  # the cursor moved past all of it
     assert con.execute("SELECT sum(input), sum(responses) FROM usage_buckets").fetchone() == (5, 1)
     assert con.execute("SELECT count(*) FROM raw_blocks").fetchone() == (1,)  # raw kept
+
+
+async def test_a_batch_from_a_parse_worker_rows_without_events_quarantines_the_same(
+    store: Store,
+) -> None:
+    """A parse worker sends prepared rows and no events (``parsepool.parse_piece``): the
+    refused values are found line by line from the rows' offsets, as from the events."""
+    events = [_event(0), _event(1, tokens=2**70), _event(2, body="lone \ud800 surrogate")]
+    batch = _batch([], [_fact(0, 5), _fact(2, 7)])
+    batch.rows = [prepare_event(ev) for ev in events]
+    await store.commit(batch)
+    con = sqlite3.connect(store.path)
+    assert con.execute("SELECT summary FROM events ORDER BY seq").fetchall() == [("l0",)]
+    assert con.execute("SELECT input FROM usage").fetchall() == [(5,)]
+    bad = con.execute("SELECT offset, length FROM bad_lines ORDER BY offset").fetchall()
+    assert bad == [(12, 11), (24, 11)]
+    sessions = con.execute("SELECT uid, source_path FROM sessions").fetchall()
+    assert sessions == [("claude:s", "/src/a.jsonl")]  # the owner, named by the first row
 
 
 async def test_a_store_fault_is_no_value_and_still_propagates(store: Store, tmp_path: Path) -> None:

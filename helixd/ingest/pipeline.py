@@ -612,7 +612,7 @@ class Ingestor:
         if item.done is not None:
             done = await item.done
             redacted = piece.data if done.redacted is None else done.redacted
-            secrets, parsed, rows = done.secrets, done.parsed, done.rows
+            secrets, parsed, rows = done.secrets, done.records(), done.rows
         else:
             assert item.redacted is not None
             redacted, secrets = await item.redacted
@@ -647,7 +647,7 @@ class Ingestor:
         await writer.put(batch)
         run.wrote = True
         run.offset = batch.cursor.offset
-        _account(stats, batch.parsed, batch.parsed.consumed, secrets)
+        _account(stats, batch, secrets)
 
     async def _finish(self, run: _FileRun, writer: _Writer) -> None:
         """Nothing complete was new (an empty file, a partial last line, a rename): still
@@ -711,14 +711,20 @@ def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | 
     return None
 
 
-def _account(stats: IngestStats, parsed: Parsed, consumed: int, secrets: int) -> None:
-    stats.bytes_read += consumed
+def _account(stats: IngestStats, batch: Batch, secrets: int) -> None:
+    """Count a batch; its events are its prepared rows when a parse worker made them."""
+    parsed = batch.parsed
+    stats.bytes_read += parsed.consumed
     stats.lines += parsed.lines
-    stats.events += len(parsed.events)
     stats.bad_lines += len(parsed.bad)
     stats.unknown_records += sum(parsed.unknown_types.values())
     stats.redactions += secrets
-    stats.sessions.update(e.session_uid for e in parsed.events)
+    if batch.rows is not None:
+        stats.events += len(batch.rows)
+        stats.sessions.update(r[0] for r in batch.rows)
+    else:
+        stats.events += len(parsed.events)
+        stats.sessions.update(e.session_uid for e in parsed.events)
     stats.sessions.update(u.session_uid for u in parsed.usage)
 
 

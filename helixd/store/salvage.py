@@ -22,12 +22,12 @@ I/O) and ``DatabaseError`` (corrupt) propagate as they are.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.records import BadLine, SessionInfo, UsageFact
-from helixd.store.writer import Batch, Prepared, batch_owner, prepare_event, record_uids
+from helixd.store.writer import ROW_OFFSET, Batch, Prepared, batch_owner, prepare_event, record_uids
 
 if TYPE_CHECKING:
     from helixd.store.writer import Writer
@@ -95,16 +95,11 @@ class _Line:
 def _lines(batch: Batch) -> list[_Line]:
     """The batch's records grouped by line, in the order the lines first appear."""
     by_offset: dict[int | None, _Line] = {}
-    events = batch.parsed.events
-    rows: Sequence[Prepared | None] = batch.rows or [None] * len(events)
-    for ev, row in zip(events, rows, strict=True):
-        line = by_offset.get(ev.offset) or by_offset.setdefault(ev.offset, _Line(ev.offset))
+    for offset, row, failed in _event_rows(batch):
+        line = by_offset.get(offset) or by_offset.setdefault(offset, _Line(offset))
         if row is None:
-            try:
-                row = prepare_event(ev)
-            except Exception as exc:  # an event no row can be made of
-                line.refused = exc
-                continue
+            line.refused = failed
+            continue
         line.rows.append(row)
     for fact in batch.parsed.usage:
         line = by_offset.get(fact.offset) or by_offset.setdefault(fact.offset, _Line(fact.offset))
@@ -112,11 +107,26 @@ def _lines(batch: Batch) -> list[_Line]:
     return list(by_offset.values())
 
 
+def _event_rows(batch: Batch) -> Iterator[tuple[int, Prepared | None, Exception | None]]:
+    """``(line offset, row, why no row)`` of each event: the rows prepared already (a parse
+    worker sends those without the events), else each event prepared on its own."""
+    if batch.rows is not None:
+        for row in batch.rows:
+            yield row[4][ROW_OFFSET], row, None
+        return
+    for ev in batch.parsed.events:
+        try:
+            yield ev.offset, prepare_event(ev), None
+        except Exception as exc:  # an event no row can be made of
+            yield ev.offset, None, exc
+
+
 def _salvage(w: Writer, batch: Batch, now: int, first: Exception) -> int:
     c, p = batch.cursor, batch.parsed
     file_id = w.upsert_file(c, now, batch.replay)
-    own_uid = batch_owner(p.events, p.usage)
-    uids = record_uids(p.events, p.usage)
+    made = [row for _, row, _ in _event_rows(batch) if row is not None]
+    own_uid = batch_owner(made, p.usage)
+    uids = record_uids(made, p.usage)
     bad = list(p.bad)
     ok, result = attempt(w, w.upsert_sessions, p.sessions, uids, c, own_uid, now)
     if ok:

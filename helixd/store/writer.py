@@ -38,7 +38,9 @@ _NO_TESTS: Final = (None, None, None, None)
 class Batch:
     """What one read of one file produced.  ``raw`` is the (redacted) source bytes
     ``[start, cursor.offset)``; ``reset`` says the file was re-read from 0 as a new
-    generation.  ``raw_z`` may be filled by ``prepare`` off the event loop."""
+    generation.  ``raw_z`` may be filled by ``prepare`` off the event loop.  Once ``rows``
+    are given, ``parsed.events`` may be empty: a parse worker sends the rows only (the
+    events would cross the process boundary twice, their bulky payloads included)."""
 
     cursor: Cursor
     start: int
@@ -72,6 +74,7 @@ class Batch:
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
+ROW_OFFSET: Final = 11  # where the event's line offset is in a prepared row's ``content``
 
 
 def prepare_event(ev: Event) -> Prepared:
@@ -136,13 +139,14 @@ def _merge_infos(infos: Iterable[SessionInfo]) -> dict[str, dict[str, Any]]:
     return merged
 
 
-def batch_owner(events: Sequence[Event], usage: Sequence[UsageFact]) -> str | None:
-    """The session a batch's file belongs to: that of its first record."""
-    return events[0].session_uid if events else usage[0].session_uid if usage else None
+def batch_owner(rows: Sequence[Prepared], usage: Sequence[UsageFact]) -> str | None:
+    """The session a batch's file belongs to: that of its first record (``rows`` are the
+    prepared events, in the events' order)."""
+    return rows[0][0] if rows else usage[0].session_uid if usage else None
 
 
-def record_uids(events: Iterable[Event], usage: Iterable[UsageFact]) -> set[str]:
-    return {e.session_uid for e in events} | {u.session_uid for u in usage}
+def record_uids(rows: Iterable[Prepared], usage: Iterable[UsageFact]) -> set[str]:
+    return {r[0] for r in rows} | {u.session_uid for u in usage}
 
 
 _UPSERT_SESSION: Final = """
@@ -278,8 +282,8 @@ class Writer:
         batch.prepare()
         assert batch.rows is not None
         file_id = self.upsert_file(c, now, batch.replay)
-        own_uid = batch_owner(p.events, p.usage)
-        ids = self.upsert_sessions(p.sessions, record_uids(p.events, p.usage), c, own_uid, now)
+        own_uid = batch_owner(batch.rows, p.usage)
+        ids = self.upsert_sessions(p.sessions, record_uids(batch.rows, p.usage), c, own_uid, now)
         self.write_records(batch.rows, p.usage, ids, file_id, now, batch.replace_events)
         self.write_file_part(batch, file_id, ids.get(own_uid) if own_uid else None, p.bad, now)
         return file_id

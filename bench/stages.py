@@ -1,0 +1,123 @@
+"""Where a first ingest's CPU goes: `helixctl ingest` in this process with per-stage CPU
+timers (``time.thread_time`` of the thread each stage runs on, so the figures mean something
+on a loaded machine, unlike the wall times).
+
+Stages: the SQL of each group commit (the store thread; the critical path on a quiet
+machine) and its parts (full-text index, usage, sessions, file rows), compression and row
+preparation (executor threads), the event loop's share of the backfill, the digests.  The
+parse workers' CPU is the ``children`` figure (``--workers 0``: parsed inline, every stage
+in this process).  Exits 1 when the whole process (and its children) used more than
+``--max-cpu`` seconds.
+
+    .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
+    .venv/bin/python bench/stages.py /tmp/x/c200 --workers 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+T: dict[str, float] = {}
+
+
+def timed(obj: Any, name: str, label: str) -> None:
+    """Wrap a synchronous method: CPU of the calling thread, summed under ``label``."""
+    fn = getattr(obj, name)
+    T[label] = 0.0  # printed in the order wrapped
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return fn(*args, **kw)
+        finally:
+            T[label] += time.thread_time() - start
+
+    setattr(obj, name, wrapper)
+
+
+def timed_async(obj: Any, name: str, label: str) -> None:
+    """Wrap a coroutine function: CPU of the event loop's thread while it ran (other tasks
+    included: during an ingest there are none)."""
+    fn: Callable[..., Any] = getattr(obj, name)
+    T[label] = 0.0
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kw: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return await fn(*args, **kw)
+        finally:
+            T[label] += time.thread_time() - start
+
+    setattr(obj, name, wrapper)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("home", type=Path, help="a corpus HOME (bench/gen_corpus.py --out)")
+    ap.add_argument("--workers", type=int, default=None, help="parse workers (0: inline)")
+    ap.add_argument("--evict", action="store_true", help="end with the retention pass")
+    ap.add_argument("--max-cpu", type=float, default=None, help="exit 1 above this CPU (s)")
+    args = ap.parse_args()
+    home = args.home.resolve()
+    tmp = tempfile.mkdtemp(prefix="helix-stages-")
+    os.environ.update(
+        {
+            "TZ": "UTC",
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CODEX_HOME": str(home / ".codex"),
+            "NO_COLOR": "1",
+            "HELIX_STORE_DB": f"{tmp}/helix.db",
+        }
+    )
+    from helixd.ingest import digest, pipeline
+    from helixd.store import database, search_write, usage_write, writer
+
+    if args.workers is not None:
+        pipeline.default_workers = lambda: args.workers
+    timed(database.Store, "_commit_batches", "SQL (store thread)")
+    timed(search_write.SearchIndexWriter, "index", "  full-text index")
+    timed(usage_write.UsageWriter, "write", "  usage and summaries")
+    timed(writer.Writer, "upsert_sessions", "  sessions")
+    timed(writer.Writer, "write_file_part", "  raw block, file row")
+    timed(writer.Batch, "prepare", "zstd + rows (executor threads)")
+    timed_async(pipeline.Ingestor, "backfill", "backfill (event loop)")
+    timed_async(digest, "analyze", "digests (event loop)")
+
+    from helixd.cli.main import main as helixctl
+
+    t0 = time.perf_counter()
+    argv = ["ingest", "--json"] + ([] if args.evict else ["--no-evict"])
+    try:
+        helixctl.main(argv, standalone_mode=False)
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    wall = time.perf_counter() - t0
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_self = own.ru_utime + own.ru_stime
+    cpu_kids = kids.ru_utime + kids.ru_stime
+    print(f"load {os.getloadavg()[0]:.1f}; wall {wall:.1f} s (not meaningful under load)")
+    print(f"CPU {cpu_self + cpu_kids:.2f} s = this process {cpu_self:.2f} + workers {cpu_kids:.2f}")
+    for label, seconds in T.items():
+        print(f"  {label:34s} {seconds:7.2f} s CPU")
+    if args.max_cpu is not None and cpu_self + cpu_kids > args.max_cpu:
+        print(f"MISS: CPU {cpu_self + cpu_kids:.1f} s > {args.max_cpu} s")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
