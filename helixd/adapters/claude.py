@@ -68,6 +68,8 @@ def matches(rel: str) -> bool:
 
 def sidecar(path: str) -> str | None:
     """A nested subagent's ``agent-<id>.meta.json`` (it names the agent type)."""
+    if "/subagents/" not in path:  # most files: no path object built (the rescan's loop)
+        return None
     p = PurePosixPath(path)
     if "subagents" in p.parts and _AGENT_FILE.match(p.name):
         return str(p.with_name(p.name[: -len(".jsonl")] + ".meta.json"))

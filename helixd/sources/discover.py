@@ -110,15 +110,15 @@ class Discovery:
         self.skipped = []
         self._recorded = set()
         roots = self.gate.resolve()
+        reals = {r.real for r in roots}  # a walk skips another root's own directory
         seen: set[str] = set()
         for root in roots:
-            if not os.path.isdir(root.path):
-                continue  # the agent is not installed here (a missing root is no gap)
-            if root.adapter.project_files:
+            if root.adapter.project_files:  # a missing directory fails its files' lstat
                 yield from self._project(root, seen)
                 continue
-            others = {r.real for r in roots if r.real != root.real}
-            yield from self._walk(root, others, seen)
+            if not os.path.isdir(root.path):
+                continue  # the agent is not installed here (a missing root is no gap)
+            yield from self._walk(root, reals, seen)
 
     def _project(self, root: Root, seen: set[str]) -> Iterator[Source]:
         """A project directory: only the agent's few files in it are looked at (one
@@ -146,7 +146,9 @@ class Discovery:
             seen.add(path)
             yield Source(root.adapter, root.path, path, rel)
 
-    def _walk(self, root: Root, others: set[str], seen: set[str]) -> Iterator[Source]:
+    def _walk(self, root: Root, reals: set[str], seen: set[str]) -> Iterator[Source]:
+        """``reals``: every root's real path (this one's too: its own path is never a
+        subdirectory of itself)."""
         matches = root.adapter.matches
         stack = [(root.path, "")]
         while stack:
@@ -164,7 +166,7 @@ class Discovery:
                     if entry.is_dir(follow_symlinks=False):
                         if matches(rel):
                             self._skip(entry.path, NOT_REGULAR, "a directory")
-                        if os.path.join(root.real, rel) not in others:  # another root's own
+                        if os.path.join(root.real, rel) not in reals:  # another root's own
                             subdirs.append((entry.path, rel + "/"))
                         continue
                     if entry.is_symlink():
