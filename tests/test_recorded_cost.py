@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ import pytest
 from helixd.adapters import Adapter, adapter_named
 from helixd.adapters.base import Chunk, FileContext
 from helixd.ingest.pipeline import Ingestor, discover
+from helixd.ingest.renormalize import renormalize
 from helixd.store.database import Store
+from helixd.store.schema import MIGRATIONS
 from tests.conftest import FIXTURES, RunCli, copy_claude_fixtures
 
 
@@ -245,3 +248,73 @@ def test_reports_and_lookup_use_the_recorded_cost_by_mode(helixctl: RunCli, home
         in helixctl("lookup", aider_uid).stdout
     )
     assert _json(helixctl, "lookup", uid)["usage_approximate"] is None
+
+
+def _without_costs(adapter: Adapter) -> Adapter:
+    """The adapter as its version before issue 16 behaved: no recorded cost."""
+
+    def parse(chunk: Chunk, state: Any) -> Any:
+        out = adapter.parse(chunk, state)
+        return replace(out, usage=[replace(u, recorded_cost_usd=None) for u in out.usage])
+
+    return replace(adapter, version=adapter.version - 1, parse=parse)
+
+
+async def test_renormalization_fills_the_recorded_cost_of_rows_stored_before(
+    tmp_path: Path,
+) -> None:
+    pi = adapter_named("pi")
+    root = tmp_path / "pi"
+    shutil.copytree(FIXTURES / "pi", root, ignore=shutil.ignore_patterns("*.md"))
+    store = await Store.open(tmp_path / "store" / "helix.db")
+    try:
+        await ingest_all(store, [(_without_costs(pi), root)])
+        assert stored_costs(store.path)["pi"] == (0.0, 0)  # NULL everywhere, rollups too
+        await renormalize(store, [pi])
+        total, n = stored_costs(store.path)["pi"]
+    finally:
+        await store.close()
+    assert (total, n) == (pytest.approx(pi_truth(root)[0], rel=1e-9), pi_truth(root)[1])
+
+
+async def test_m016_adds_the_columns_to_an_older_store_and_keeps_every_row(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " applied_at INTEGER NOT NULL)"
+    )
+    for name, sql in MIGRATIONS:
+        if name == "m016_recorded_cost":
+            break
+        con.executescript(sql)
+        con.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (name,))
+    con.execute(
+        "INSERT INTO sessions (id, uid, agent, native_id, discovered_at)"
+        " VALUES (1, 'pi:s', 'pi', 's', 0)"
+    )
+    for key in (1, 2):
+        con.execute(
+            "INSERT INTO usage (key, session_id, rank, ts, model, input, output, cache_read,"
+            " cache_write_5m, cache_write_1h, reasoning)"
+            " VALUES (?, 1, '', 0, 'm', 10, 1, 0, 0, 0, 0)",
+            (key,),
+        )
+    con.execute("INSERT INTO usage_buckets VALUES (0, 1, 'm', 2, 20, 2, 0, 0, 0, 0)")
+    con.execute("INSERT INTO usage_hours VALUES (0, 'pi', 'm', 2, 20, 2, 0, 0, 0, 0)")
+    con.commit()
+    con.close()
+    store = await Store.open(db)  # migrates
+    await store.close()
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT key, input, recorded_cost_usd FROM usage ORDER BY key")
+        assert rows.fetchall() == [(1, 10, None), (2, 10, None)]
+        got = "SELECT responses, input, recorded_cost_usd, costed FROM usage_buckets"
+        assert con.execute(got).fetchall() == [(2, 20, None, 0)]
+        con.execute("DELETE FROM usage WHERE key = 1")  # the new delete trigger
+        assert con.execute(got).fetchall() == [(1, 10, None, 0)]
+        hours = "SELECT responses, recorded_cost_usd, costed FROM usage_hours"
+        assert con.execute(hours).fetchall() == [(1, None, 0)]
+    finally:
+        con.close()
