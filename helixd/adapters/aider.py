@@ -17,8 +17,9 @@ histories in the corpus (Aider 0.84–0.86):
 * **Status lines**: ``> Main model: <model> …`` sets the model, ``> Aider v<x>`` the version,
   ``> Applied edit to <path>`` is an ``edit``, ``> ^C KeyboardInterrupt`` a
   ``human_intervention``, ``> Tokens: 9.7k sent, 85 received. Cost: …`` the usage of one
-  request: rounded by Aider (``k``/``M`` suffixes), so **approximate**; other status lines
-  add nothing.
+  request: rounded by Aider (``k``/``M`` suffixes), so **approximate** (``usage_approximate``),
+  and the dollars of that message (``Cost: $x message``, rounded too) as its recorded cost;
+  other status lines add nothing.
 * **Keys** are the byte offset of the block's first line (the file only grows); an open
   block travels in ``state`` until a line of another kind closes it.
 * ``.aider.input.history`` repeats the user's lines and ``.aider.llm.history`` the raw
@@ -38,13 +39,16 @@ from helixd.adapters.guard import guarded
 from helixd.adapters.turns import BODY_LIMIT, Turns
 from helixd.core.records import Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
-from helixd.core.values import tokens
+from helixd.core.values import tokens, usd
 
 NAME: Final = "aider"
-VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
+# 2 starts where the first four are (tool results with status and test counts); 3: the
+# message cost of a Tokens line
+VERSION: Final = 3
 FILE: Final = ".aider.chat.history.md"
 HEADER: Final = re.compile(rb"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 TOKENS: Final = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
+COST: Final = re.compile(r"Cost: \$([\d.,]+) message")
 MODEL: Final = re.compile(r"^(?:Main )?[Mm]odel: (\S+)")
 EDITED: Final = re.compile(r"^Applied edit to (.+?)\s*$")
 
@@ -145,6 +149,7 @@ class _Run(Turns):
             counts: dict[str, int] = {}
             for number, suffix, what in TOKENS.findall(text):
                 counts[what] = _amount(number, suffix)
+            spent = COST.search(text)
             self.out.usage.append(
                 UsageFact(
                     dedup_key=f"{self.uid}:{offset}",
@@ -156,6 +161,9 @@ class _Run(Turns):
                     cache_read_tokens=counts.get("cache hit", 0),
                     cache_write_5m_tokens=counts.get("cache write", 0),
                     offset=offset,
+                    recorded_cost_usd=usd(spent.group(1).replace(",", ""), "Cost")
+                    if spent
+                    else None,
                 )
             )
         elif (m := MODEL.match(text)) is not None:
@@ -207,4 +215,5 @@ ADAPTER: Final = Adapter(
     matches=matches,
     description="Aider chat histories (<project>/.aider.chat.history.md, markdown)",
     project_files=(FILE,),
+    usage_approximate="Aider prints its token counts rounded (9.7k sent)",
 )

@@ -91,7 +91,8 @@ class Adapter:
     by its new content rather than ignored.
     ``records_usage``: whether the agent writes token usage into the files read at all;
     ``usage_note`` says where it does (or why not).  A session without usage is shown as
-    "not recorded" with that note, never as zero tokens.
+    "not recorded" with that note, never as zero tokens.  ``usage_approximate`` says why the
+    counts the agent records are not exact (Aider prints them rounded); empty when they are.
 
     Sources of other shapes (docs/adapters.md, "Source kinds"): ``tables`` non-empty makes
     the matched files SQLite databases, read as one JSON line per new row
@@ -109,5 +110,6 @@ class Adapter:
     description: str = ""
     records_usage: bool = True
     usage_note: str = ""
+    usage_approximate: str = ""
     tables: tuple[Table, ...] = ()
     project_files: tuple[str, ...] = ()

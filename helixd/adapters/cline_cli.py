@@ -35,7 +35,7 @@ from typing import Any, Final
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.chain import ChainRun
-from helixd.adapters.fields import count, dump, get_dict, get_str, result_text
+from helixd.adapters.fields import cost, count, dump, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
 from helixd.adapters.toolkinds import is_test_command
@@ -44,7 +44,7 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 NAME: Final = "cline-cli"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: the recorded metrics.cost
 MESSAGES: Final = ".messages.json"
 NOTICE: Final = "<SYSTEM_NOTICE>"  # context Cline adds to a prompt (compaction summaries)
 EDITORS: Final = frozenset({"editor", "write_file", "replace_in_file"})
@@ -161,6 +161,7 @@ class _Run(ChainRun):
                 rank=self.native,
                 replace=True,
                 offset=at[1],
+                recorded_cost_usd=cost(metrics, "cost", "metrics"),
             )
         )
 

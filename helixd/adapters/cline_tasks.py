@@ -47,14 +47,16 @@ from typing import Any, Final
 import orjson
 
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.fields import count, get_str, result_text
+from helixd.adapters.fields import cost, count, get_str, result_text
 from helixd.adapters.guard import guarded
 from helixd.adapters.turns import Turns
 from helixd.core.records import BadLine, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
+# 2 starts where the first four are (tool results with status and test counts); 3: the
+# recorded api_req cost
+VERSION: Final = 3
 FILE: Final = "ui_messages.json"
 API_FILE: Final = "api_conversation_history.json"
 COMMAND_TOOLS: Final = frozenset({"execute_command"})  # their results are the UI file's
@@ -200,6 +202,7 @@ class _Run(Turns):
                     cache_write_5m_tokens=writes,
                     replace=True,
                     offset=offset,
+                    recorded_cost_usd=cost(info, "cost", "api_req"),
                 )
             )
 

@@ -24,7 +24,7 @@ databases in the corpus (schema versions 2–8 in ``goose_db_version``):
   ``sessions`` row, one fact per session keyed ``<agent>:<session id>``, ``replace=True``
   (the row's totals replace the earlier ones), credited to the session's last model.
   ``prompt_tokens`` is taken as input as recorded (Crush does not split cached input);
-  the recorded USD ``cost`` is not used.
+  the recorded USD ``cost`` is kept as the fact's recorded cost.
 * **Times** are epoch seconds (Crush), milliseconds or ISO strings (OpenCode) — all go
   through ``timeparse.parse_ts``.
 """
@@ -39,14 +39,16 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk, Table
-from helixd.adapters.fields import count, get_dict, get_str
+from helixd.adapters.fields import cost, count, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
 from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
+# 2 starts where the first four are (tool results with status and test counts); 3: the
+# session's recorded cost
+VERSION: Final = 3
 TABLES: Final = (Table("messages", order="updated_at"), Table("sessions", order="updated_at"))
 ROLES: Final[dict[str, tuple[str, Role]]] = {
     "user": ("user_msg", "user"),
@@ -109,6 +111,7 @@ class _Run(Turns):
                     output_tokens=completion,
                     replace=True,
                     offset=offset,
+                    recorded_cost_usd=cost(row, "cost", "sessions"),
                 )
             )
 

@@ -14,13 +14,19 @@ from typing import Any
 import orjson
 
 from helixd.adapters.jsonl import iter_text_blocks
-from helixd.core.values import tokens
+from helixd.core.values import tokens, usd
 
 
 def count(obj: Mapping[str, Any], key: str, where: str) -> int:
     """The token count ``obj[key]`` (``helixd.core.values.tokens``): 0 when absent; raises
     ``Rejected`` naming ``where.key`` for a value that is not a count."""
     return tokens(obj.get(key), f"{where}.{key}")
+
+
+def cost(obj: Mapping[str, Any], key: str, where: str) -> float | None:
+    """The dollars ``obj[key]`` an agent recorded (``helixd.core.values.usd``): None when
+    absent or 0; raises ``Rejected`` naming ``where.key`` for a value that is not a cost."""
+    return usd(obj.get(key), f"{where}.{key}")
 
 
 def get_str(obj: Mapping[str, Any], key: str) -> str:

@@ -138,6 +138,44 @@ def gemini(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ..
     )
 
 
+def droid(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """Factory Droid: Claude Code's hook shape (events, matcher groups, timeouts in seconds)
+    under ``hooks`` in ``~/.factory/settings.json`` (docs.factory.ai, hooks reference)."""
+    root = home / ".factory"
+    cmd = _cmd(exe, "hook", "droid")
+    groups = tuple(
+        (event, _group(cmd, timeout=5)) for event in ("SessionStart", "Stop", "SessionEnd")
+    )
+    return (
+        HookTarget(
+            "droid",
+            "json",
+            root / "settings.json",
+            root,
+            groups=groups,
+            note="Droid reads the hooks in settings.json only while ~/.factory/hooks.json is"
+            " absent",
+        ),
+    )
+
+
+def qwen(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """Qwen Code: ``hooks`` in ``$QWEN_HOME/settings.json`` (else ``~/.qwen``), Claude Code's
+    event names with named handlers and timeouts in milliseconds (qwen-code docs, hooks)."""
+    base = env.get("QWEN_HOME", "").strip()
+    root = _dir(base, home) if base else home / ".qwen"
+    cmd = _cmd(exe, "hook", "qwen")
+    groups = tuple(
+        (event, {"hooks": [{"type": "command", "command": cmd, "name": name, "timeout": 5000}]})
+        for event, name in (
+            ("SessionStart", "helix-session-start"),
+            ("Stop", "helix-stop"),
+            ("SessionEnd", "helix-session-end"),
+        )
+    )
+    return (HookTarget("qwen", "json", root / "settings.json", root, groups=groups),)
+
+
 def _claude_root(home: Path, env: Mapping[str, str]) -> Path:
     dirs = [d for d in env.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
     return _dir(dirs[0], home) if dirs else home / ".claude"
@@ -223,7 +261,14 @@ MCP_TARGETS: dict[str, TargetsFor] = {
     "gemini": gemini_mcp,
 }
 
-TARGETS: dict[str, TargetsFor] = {"claude": claude, "codex": codex, "grok": grok, "gemini": gemini}
+TARGETS: dict[str, TargetsFor] = {
+    "claude": claude,
+    "codex": codex,
+    "grok": grok,
+    "gemini": gemini,
+    "droid": droid,
+    "qwen": qwen,
+}
 
 
 def hook_agent(named: str | None, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:

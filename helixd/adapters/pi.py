@@ -21,7 +21,7 @@ Pure: bytes in, records out.  From the real sessions in the corpus (pi-mono's ow
   message with any count, keyed by ``responseId`` (else the message's timestamp) and the
   line's checksum (a branched file that copies its parent's entries counts them once),
   credited to the earliest session (rank: the header's timestamp).
-  The recorded ``cost`` is not used: prices come from Helix's table like every agent's.
+  The recorded ``cost.total`` is kept as the fact's recorded cost (``--cost auto`` uses it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from helixd.adapters.base import Adapter, Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
-from helixd.adapters.fields import count, get_dict, get_str, result_text
+from helixd.adapters.fields import cost, count, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.jsonl import iter_text_blocks
 from helixd.core.records import Parsed, UsageFact
@@ -41,7 +41,7 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 NAME: Final = "pi"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: the recorded usage.cost.total
 LIFECYCLE: Final = frozenset(
     {"model_change", "compaction", "branch_summary", "session_info", "custom_message"}
 )
@@ -173,6 +173,7 @@ class _Run(ChainRun):
                 cache_write_5m_tokens=write,
                 rank=f"{self.extra.get('rank', '')}|{self.native}",
                 offset=at[1],
+                recorded_cost_usd=cost(get_dict(usage, "cost"), "total", "usage.cost"),
             )
         )
 

@@ -254,3 +254,18 @@ def naming(settings: Any) -> Any:
     from helixd.core.attribution import Naming
 
     return Naming.from_settings(settings.repos)
+
+
+def cost_option(fn: Any) -> Any:
+    """``--cost auto|calculate|recorded`` (ccusage's ``--mode auto|calculate|display``;
+    the modes are ``helixd.core.usage_report.COST_MODES``, not imported here: the CLI starts
+    without the pricing code)."""
+    return click.option(
+        "--cost",
+        "cost_mode",
+        type=click.Choice(("auto", "calculate", "recorded")),
+        default="auto",
+        show_default=True,
+        help="auto: the cost the agent recorded where it did, else priced from the table;"
+        " calculate: always the table; recorded: only what the agents recorded.",
+    )(fn)

@@ -83,11 +83,27 @@ def _token_lines(d: dict[str, Any]) -> list[str]:
     cost = d["cost"]
     if d.get("usage_recorded", True) is False:
         return [f"  tokens: not recorded ({d.get('usage_note') or 'no usage in the files'})"]
+    approximate = d.get("usage_approximate")
     return [
         f"  tokens in {cost['input_tokens']:,} out {cost['output_tokens']:,}"
-        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}",
-        f"  cost ${cost.get('usd', 0):,.4f} (prices of {d.get('price_table_date', '?')})",
+        f" cache read {cost['cache_read_tokens']:,} write {cost['cache_write_tokens']:,}"
+        + (f" (approximate: {approximate})" if approximate else ""),
+        f"  cost ${cost.get('usd', 0):,.4f} ({cost_source_text(cost, d)})",
     ]
+
+
+def cost_source_text(cost: dict[str, Any], d: dict[str, Any]) -> str:
+    """What priced a digest's ``usd``: the agent's recorded cost, the table (its source and
+    date), or both."""
+    table = f"prices of {d.get('price_table_date', '?')}"
+    source = cost.get("usd_source", "table")  # digests built before issue 16: the table
+    if source == "recorded":
+        return "recorded by the agent"
+    if source == "recorded+table":
+        return f"recorded by the agent, the rest priced from the table: {table}"
+    if source == "none":
+        return "no cost recorded by the agent"
+    return table
 
 
 def print_digest(d: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from helixd.cli import complete
-from helixd.cli.common import check_agents, echo_json, instant, prices, reader, zone
+from helixd.cli.common import check_agents, cost_option, echo_json, instant, prices, reader, zone
 
 PERIODS = ("daily", "weekly", "monthly", "session")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -93,6 +93,7 @@ def _check_fleet(fleet: bool, machines: tuple[str, ...], users: tuple[str, ...])
     " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@cost_option
 @_fleet_options
 @click.pass_context
 def report(
@@ -108,6 +109,7 @@ def report(
     start_of_week: str,
     fmt: str,
     as_json: bool,
+    cost_mode: str,
     fleet: bool,
     machines: tuple[str, ...],
     users: tuple[str, ...],
@@ -129,6 +131,7 @@ def report(
         repo=repo,
         model=model,
         week_start=_WEEKDAYS.index(start_of_week),
+        cost=cost_mode,
     )
     _, table = prices(ctx)
     if fleet:
@@ -209,6 +212,7 @@ def _read_phases(path: Path) -> list[tuple[int, str]]:
 )
 @click.option("--timezone", "-z", "timezone", default=None, help="Zone for times typed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@cost_option
 @click.pass_context
 def tokens(
     ctx: click.Context,
@@ -219,6 +223,7 @@ def tokens(
     phases: Path | None,
     timezone: str | None,
     as_json: bool,
+    cost_mode: str,
 ) -> None:
     """Usage of every session and file of a repo in a time range, optionally per phase."""
     from helixd.query.usage import tokens as run
@@ -231,7 +236,7 @@ def tokens(
     _, table = prices(ctx)
     con = reader(ctx)
     try:
-        result = run(con, repo, lo, hi, table, agents, transitions)
+        result = run(con, repo, lo, hi, table, agents, transitions, cost_mode)
     finally:
         con.close()
     if as_json:

@@ -11,6 +11,7 @@ from helixd.cli import complete
 from helixd.cli.common import (
     EXIT_NOT_FOUND,
     check_agents,
+    cost_option,
     echo_json,
     instant,
     prices,
@@ -56,6 +57,7 @@ def _resolved_or_exit(ctx: click.Context, res: Any, ref: str) -> None:
 )
 @click.option("--timezone", "-z", "timezone", default=None, help="Zone for dates shown and typed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of sessions).")
+@cost_option
 @click.pass_context
 def sessions(
     ctx: click.Context,
@@ -70,6 +72,7 @@ def sessions(
     everything: bool,
     timezone: str | None,
     as_json: bool,
+    cost_mode: str,
 ) -> None:
     """List sessions, newest first, with their cost; those without a known time come last.
     Sessions without any message (summary-only files and the like) show with --all."""
@@ -89,7 +92,8 @@ def sessions(
     _, table = prices(ctx)
     con = reader(ctx)
     try:
-        page = list_sessions(con, f, table, None if everything or limit == 0 else limit, offset)
+        limited = None if everything or limit == 0 else limit
+        page = list_sessions(con, f, table, limited, offset, cost_mode)
     finally:
         con.close()
     if as_json:
@@ -116,11 +120,13 @@ def vars_of(f: Any) -> list[Any]:
 @click.command()
 @click.argument("uid", shell_complete=complete.sessions)
 @click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
+@cost_option
 @click.pass_context
-def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
+def lookup(ctx: click.Context, uid: str, as_json: bool, cost_mode: str) -> None:
     """Print one session's digest (no ingest is run).  UID is `agent:<id>`, the bare id,
     or a unique prefix.  Exit 0 when found, 1 when not."""
     from helixd.query.sessions import lookup as find
+    from helixd.query.sessions import with_cost_mode
 
     con = reader(ctx)
     try:
@@ -132,12 +138,13 @@ def lookup(ctx: click.Context, uid: str, as_json: bool) -> None:
         assert found.resolution.session is not None
         click.echo(f"session {found.resolution.session['uid']} has no digest yet", err=True)
         ctx.exit(EXIT_NOT_FOUND)
+    digest = with_cost_mode(found.digest, cost_mode)
     if as_json:
-        echo_json(found.digest)
+        echo_json(digest)
     else:
         from helixd.cli.printers import print_digest
 
-        print_digest(found.digest)
+        print_digest(digest)
 
 
 @click.command()

@@ -50,6 +50,8 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
     note = price_note(doc.get("prices"))
     if note:
         click.echo(note)
+    if entries:
+        click.echo(cost_note(doc.get("costMode", "auto"), entries))
     undated = doc.get("undated")
     if undated:
         click.echo(
@@ -159,6 +161,17 @@ def print_stats(doc: dict[str, Any]) -> None:
     )
     out.append("\n".join(lines))
     click.echo("\n\n".join(out))
+
+
+def cost_note(mode: str, entries: list[dict[str, Any]]) -> str:
+    """``Cost (--cost auto): 3 rows recorded by the agent, 2 priced from the table``."""
+    from collections import Counter
+
+    from helixd.core.usage_report import COST_SOURCES
+
+    sources = Counter(str(e.get("costSource", "table")) for e in entries)
+    parts = [f"{n} {'row' if n == 1 else 'rows'} {COST_SOURCES[s]}" for s, n in sources.items()]
+    return f"Cost (--cost {mode}): " + ", ".join(parts)
 
 
 def price_note(prices: dict[str, Any] | None) -> str:

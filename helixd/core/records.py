@@ -110,7 +110,9 @@ class UsageFact:
     (a retried Grok turn replaces its usage, it never adds).
     ``cache_write_5m``/``cache_write_1h`` split cache creation by lifetime.  ``offset`` is
     the absolute byte offset of the line the fact was read from (where the store quarantines
-    it, should it refuse the fact; None: not tied to a line).
+    it, should it refuse the fact; None: not tied to a line).  ``recorded_cost_usd``: the
+    dollars the agent itself wrote for this response or session (Pi, Cline, Crush, Aider, …),
+    None where it wrote none; reports use it in ``--cost auto|recorded``.
     """
 
     dedup_key: str
@@ -126,6 +128,7 @@ class UsageFact:
     rank: str = ""
     replace: bool = False
     offset: int | None = None
+    recorded_cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

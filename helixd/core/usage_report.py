@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from helixd.core.pricing import Prices
 
 BUCKET_MS: Final = 900_000  # the store's usage rollup: 15 minutes divides every UTC offset
-# Counter order of every usage row the queries return.
+# Counter order of every usage row the queries return: the tokens, the responses, the dollars
+# the agents recorded and how many of the responses carry them (rows without the last two,
+# as the fleet's, have none recorded).
 COUNTERS: Final = (
     "input",
     "output",
@@ -29,8 +31,69 @@ COUNTERS: Final = (
     "cache_write_1h",
     "reasoning",
     "responses",
+    "recorded_cost",
+    "costed",
 )
-Counts = list[int]
+# Rows once priced (``priced``): the recorded dollars counted, the responses priced by the
+# agent's recorded cost and by the price table, and the token counters the table prices
+# (summed as tokens and priced once per model: a report's totals do not depend on how its
+# rows were grouped).
+PRICED: Final = (
+    *COUNTERS,
+    "recorded_used",
+    "by_recorded",
+    "by_table",
+    "table_input",
+    "table_output",
+    "table_cache_read",
+    "table_cache_write_5m",
+    "table_cache_write_1h",
+)
+Counts = list[Any]
+# ``--cost`` (ccusage's ``--mode auto|calculate|display``): ``auto`` the cost the agent
+# recorded where it did, else the table's price; ``calculate`` always the table's;
+# ``recorded`` only what the agents recorded (0 where they recorded none).
+COST_MODES: Final = ("auto", "calculate", "recorded")
+COST_SOURCES: Final = {
+    "recorded": "recorded by the agent",
+    "table": "priced from the table",
+    "recorded+table": "recorded by the agent, the rest priced from the table",
+    "none": "no cost recorded",
+}
+
+
+def priced(c: Sequence[Any], model: str, prices: Prices, mode: str = "auto") -> Counts:
+    """One usage row (``COUNTERS``, the recorded cost and ``costed`` optional) with what
+    prices it in ``mode`` appended (``PRICED``; ``usd`` gives the dollars).  A row where
+    only some responses carry a recorded cost (``auto``) has the table price the share of
+    its tokens of the responses without one (the rollups keep no tokens per response)."""
+    row = [*c, *([0] * (len(COUNTERS) - len(c)))]
+    n, recorded, costed = row[6], float(row[7] or 0), int(row[8] or 0)
+    if mode not in COST_MODES:
+        raise ValueError(f"unknown cost mode {mode!r} (one of {', '.join(COST_MODES)})")
+    if mode == "calculate" or (mode == "auto" and not costed):
+        return [*row, 0.0, 0, n, *row[:5]]
+    if mode == "recorded" or costed >= n:
+        return [*row, recorded, costed, 0, 0, 0, 0, 0, 0]
+    rest = n - costed
+    return [*row, recorded, costed, rest, *(v * rest / n for v in row[:5])]
+
+
+def priced_usd(prices: Prices, model: str, c: Sequence[Any]) -> float:
+    """The dollars of a priced row (or a sum of them): recorded plus the table's price."""
+    return float(c[9]) + cost(prices, model, c[12:17])
+
+
+def cost_source(c: Sequence[Any]) -> str:
+    """Which source priced a priced row (a key of ``COST_SOURCES``)."""
+    by_recorded, by_table = c[10], c[11]
+    if by_recorded and by_table:
+        return "recorded+table"
+    return "recorded" if by_recorded else "table" if by_table else "none"
+
+
+def _zero() -> Counts:
+    return [0] * len(PRICED)
 
 
 # -- prices ------------------------------------------------------------------------------
@@ -113,26 +176,37 @@ def _tokens(c: Sequence[int], cost_usd: float) -> dict[str, Any]:
     }
 
 
-def _add(into: Counts, c: Sequence[int]) -> None:
+def _add(into: Counts, c: Sequence[Any]) -> None:
     for i, v in enumerate(c):
         into[i] += v
 
 
+def _put(
+    models: dict[str, Counts], model: str, c: Sequence[Any], prices: Prices, mode: str
+) -> None:
+    """Add one usage row, priced, to the model's sums."""
+    _add(models.setdefault(model, _zero()), priced(c, model, prices, mode))
+
+
 def _entry(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
-    total = [0] * len(COUNTERS)
+    """Tokens and dollars of priced rows per model (``_put``), with ``costSource`` per
+    model and for the whole (a key of ``COST_SOURCES``)."""
+    total = _zero()
     breakdowns = []
     spent = 0.0
     for model, c in models.items():
-        usd = cost(prices, model, c)
+        usd = priced_usd(prices, model, c)
         spent += usd
         _add(total, c)
         b = _tokens(c, usd)
         b["cost"] = b.pop("totalCost")
+        b["costSource"] = cost_source(c)
         breakdowns.append({"modelName": model, **b})
     breakdowns.sort(key=lambda b: (-b["cost"], b["modelName"]))
     out = _tokens(total, spent)
     out["modelsUsed"] = sorted(models)
     out["modelBreakdowns"] = breakdowns
+    out["costSource"] = cost_source(total)
     return out
 
 
@@ -172,7 +246,11 @@ def period_key(day: int | None, period: str, week_start: int = 6) -> str:
 
 
 def period_report(
-    rows: Iterable[Sequence[Any]], period: str, prices: Prices, week_start: int = 6
+    rows: Iterable[Sequence[Any]],
+    period: str,
+    prices: Prices,
+    week_start: int = 6,
+    mode: str = "auto",
 ) -> dict[str, Any]:
     """ccusage's ``daily``/``weekly``/``monthly`` JSON from rows
     ``(local day number since 1970-01-01 or None, agent, model, *COUNTERS)``; usage of
@@ -184,8 +262,7 @@ def period_report(
         key = keys.get(day)
         if key is None:
             key = keys[day] = period_key(day, period, week_start)
-        per_model = groups.setdefault(key, {})
-        _add(per_model.setdefault(model, [0] * len(COUNTERS)), c)
+        _put(groups.setdefault(key, {}), model, c, prices, mode)
         agents.setdefault(key, set()).add(agent)
     name = PERIOD_KEY[period]
     entries = []
@@ -205,14 +282,14 @@ def usable_buckets(now_ms: int) -> tuple[int, int]:
 
 
 def with_undated(
-    doc: dict[str, Any], rows: Iterable[Sequence[Any]], prices: Prices
+    doc: dict[str, Any], rows: Iterable[Sequence[Any]], prices: Prices, mode: str = "auto"
 ) -> dict[str, Any]:
     """``doc`` with ``undated`` — the usage of rows ``(agent, model, *COUNTERS)`` that is in
     no period — when there is any (not in ``totals``: the periods add up to the totals)."""
     models: dict[str, Counts] = {}
     agents: set[str] = set()
     for agent, model, *c in rows:
-        _add(models.setdefault(model, [0] * len(COUNTERS)), c)
+        _put(models, model, c, prices, mode)
         agents.add(agent)
     if models:
         doc["undated"] = {**_entry(models, prices), "agents": sorted(agents)}
@@ -220,14 +297,17 @@ def with_undated(
 
 
 def session_report(
-    rows: Iterable[Sequence[Any]], prices: Prices, iso: Callable[[int | None], str | None]
+    rows: Iterable[Sequence[Any]],
+    prices: Prices,
+    iso: Callable[[int | None], str | None],
+    mode: str = "auto",
 ) -> dict[str, Any]:
     """ccusage's ``session`` JSON from rows ``(uid, agent, repo, parent_uid, started_at,
     ended_at, model, *COUNTERS)``, most recent activity last (as ccusage)."""
     groups: dict[str, dict[str, Counts]] = {}
     info: dict[str, tuple[Any, ...]] = {}
     for uid, agent, repo, parent, start, end, model, *c in rows:
-        _add(groups.setdefault(uid, {}).setdefault(model, [0] * len(COUNTERS)), c)
+        _put(groups.setdefault(uid, {}), model, c, prices, mode)
         info[uid] = (agent, repo, parent, start, end)
     entries = []
     for uid, models in groups.items():
@@ -318,7 +398,7 @@ def _by_user(
     users: dict[str, dict[str, Counts]] = {}
     for (_, user), models in groups.items():
         for model, c in models.items():
-            _add(users.setdefault(user, {}).setdefault(model, [0] * len(COUNTERS)), c)
+            _add(users.setdefault(user, {}).setdefault(model, _zero()), c)
     return [{"user": u, **_split(models, prices)} for u, models in sorted(users.items())]
 
 
@@ -339,7 +419,7 @@ def fleet_period_report(
         if key is None:
             key = keys[day] = period_of(EPOCH + timedelta(days=day), period, week_start)
         for groups in (per_entry.setdefault(key, {}), overall):
-            _add(groups.setdefault((machine, user), {}).setdefault(model, [0] * len(COUNTERS)), c)
+            _put(groups.setdefault((machine, user), {}), model, c, prices, "auto")
     name = PERIOD_KEY[period]
     for e in doc[period]:
         split = per_entry[e[name]]
@@ -362,9 +442,8 @@ def fleet_session_report(
     info: dict[tuple[str, str], tuple[Any, ...]] = {}
     overall: dict[tuple[str, str], dict[str, Counts]] = {}
     for machine, user, uid, agent, repo, parent, start, end, model, *c in rows:
-        zero = [0] * len(COUNTERS)
-        _add(groups.setdefault((machine, uid), {}).setdefault(model, list(zero)), c)
-        _add(overall.setdefault((machine, user), {}).setdefault(model, list(zero)), c)
+        _put(groups.setdefault((machine, uid), {}), model, c, prices, "auto")
+        _put(overall.setdefault((machine, user), {}), model, c, prices, "auto")
         info[(machine, uid)] = (user, agent, repo, parent, start, end)
     entries = []
     for (machine, uid), models in groups.items():
@@ -403,6 +482,7 @@ def attribute(
     transitions: Sequence[tuple[int, str]],
     prices: Prices,
     activity: Iterable[tuple[int | None, str, str]] = (),
+    mode: str = "auto",
 ) -> dict[str, Any]:
     """Sum usage records ``(ts, model, *COUNTERS)`` per phase: phase i owns
     ``[t_i, t_{i+1})`` (the last is open-ended), so a record exactly on a boundary belongs
@@ -419,8 +499,8 @@ def attribute(
     total: dict[str, Counts] = {}
     for ts, model, *c in records:
         i = bisect_right(starts, ts) - 1
-        _add(windows.setdefault(i, {}).setdefault(model, [0] * len(COUNTERS)), c)
-        _add(total.setdefault(model, [0] * len(COUNTERS)), c)
+        _put(windows.setdefault(i, {}), model, c, prices, mode)
+        _put(total, model, c, prices, mode)
     for ts, what, text in activity:
         if ts is None:
             continue

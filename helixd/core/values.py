@@ -104,6 +104,22 @@ def tokens(value: Any, field: str) -> int:
     return int(number)
 
 
+MAX_USD: Final = 1e7  # no response or session costs ten million dollars
+
+
+def usd(value: Any, field: str) -> float | None:
+    """A dollar cost an agent recorded: None when missing or not above 0 (agents write 0 for
+    a model they have no price for: not a cost, so it is priced from the table instead).
+    Raises ``Rejected`` naming ``field`` for a negative, non-finite, too large or non-numeric
+    value."""
+    if value is None:
+        return None
+    number = _number(value)
+    if number is None or not 0 <= number <= MAX_USD:
+        raise Rejected(f"{field} = {_show(value)}: a cost must be a number of dollars in 0..1e7")
+    return float(number) if number > 0 else None
+
+
 def token_counts(values: Iterable[Any], fields: Iterable[str]) -> list[int]:
     """``tokens`` of each value, named by the matching field."""
     return [tokens(v, f) for v, f in zip(values, fields, strict=True)]

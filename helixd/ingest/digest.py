@@ -118,28 +118,59 @@ def prices() -> PriceTable:
     return _BUNDLED
 
 
-def usd(by_model: dict[str, dict[str, int]], table: PriceTable | None = None) -> float:
-    """USD of per-model usage (unpriced models count 0; reasoning is inside output)."""
-    from helixd.core.usage_report import cost
+_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+    "reasoning_tokens",
+    "responses",
+    "recorded_cost_usd",
+    "costed",
+)
+
+
+def usd(
+    by_model: dict[str, dict[str, Any]], table: PriceTable | None = None, mode: str = "auto"
+) -> float:
+    """USD of per-model usage in a ``--cost`` mode (``helixd.core.usage_report.COST_MODES``;
+    unpriced models count 0; reasoning is inside output)."""
+    return costs(by_model, table)[mode][0]
+
+
+def costs(
+    by_model: dict[str, dict[str, Any]], table: PriceTable | None = None
+) -> dict[str, tuple[float, str]]:
+    """``{mode: (usd, source)}`` for every ``--cost`` mode: what ``lookup`` shows and says
+    priced it (``auto``: the cost the agent recorded where it did, else the table's)."""
+    from helixd.core.usage_report import COST_MODES, cost_source, priced, priced_usd
 
     rates = (table or prices())[1]
-    return round(
-        sum(
-            cost(
-                rates,
-                model,
-                [
-                    u["input_tokens"],
-                    u["output_tokens"],
-                    u["cache_read_tokens"],
-                    u["cache_write_5m_tokens"],
-                    u["cache_write_1h_tokens"],
-                ],
-            )
-            for model, u in by_model.items()
-        ),
-        6,
-    )
+    out: dict[str, tuple[float, str]] = {}
+    for mode in COST_MODES:
+        spent, by_recorded, by_table = 0.0, 0, 0
+        for model, u in by_model.items():
+            row = priced([u.get(k) or 0 for k in _FIELDS], model, rates, mode)
+            spent += priced_usd(rates, model, row)
+            by_recorded, by_table = by_recorded + row[10], by_table + row[11]
+        out[mode] = (round(spent, 6), cost_source([0] * 10 + [by_recorded, by_table]))
+    return out
+
+
+def _by_mode(priced: dict[str, tuple[float, str]]) -> dict[str, Any]:
+    """``usd_source`` (what priced ``usd``: a key of ``COST_SOURCES``) and the dollars in
+    each ``--cost`` mode (``usd_by_mode``) with their sources, for ``lookup --cost``."""
+    return {
+        "usd_source": priced["auto"][1],
+        "usd_by_mode": {m: {"usd": round(v, 6), "source": s} for m, (v, s) in priced.items()},
+    }
+
+
+def _both(a: str, b: str) -> str:
+    """The source of a sum of two priced parts."""
+    parts = {p for s in (a, b) if s != "none" for p in s.split("+")}
+    return "+".join(p for p in ("recorded", "table") if p in parts) or "none"
 
 
 def _cost(usage: dict[str, int], wall: float, turns: int, retries: int) -> dict[str, Any]:
@@ -159,16 +190,25 @@ def _cost(usage: dict[str, int], wall: float, turns: int, retries: int) -> dict[
 
 def usage_recorded(agent: str, responses: int) -> dict[str, Any]:
     """``usage_recorded`` (the session has token usage at all) and, when it has none,
-    ``usage_note``: why — the agent's own declaration (``Adapter.usage_note``)."""
-    if responses:
-        return {"usage_recorded": True, "usage_note": None}
+    ``usage_note``: why — the agent's own declaration (``Adapter.usage_note``);
+    ``usage_approximate``: why the counts are not exact (``Adapter.usage_approximate``),
+    None when they are."""
     try:
         adapter = adapter_named(agent)
     except KeyError:
-        return {"usage_recorded": False, "usage_note": "no token usage recorded"}
+        adapter = None
+    approximate = (adapter.usage_approximate or None) if adapter is not None else None
+    if responses:
+        return {"usage_recorded": True, "usage_note": None, "usage_approximate": approximate}
+    if adapter is None:
+        return {
+            "usage_recorded": False,
+            "usage_note": "no token usage recorded",
+            "usage_approximate": None,
+        }
     default = "the agent records no token usage" if not adapter.records_usage else ""
     note = adapter.usage_note or default or "no token usage recorded for this session"
-    return {"usage_recorded": False, "usage_note": note}
+    return {"usage_recorded": False, "usage_note": note, "usage_approximate": None}
 
 
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -214,8 +254,9 @@ def build(
     usage = facts["usage"]
     sub_usage = facts["subagent_usage"]
     problems = facts["problems"]
-    own_usd = usd(facts["usage_by_model"], table)
-    sub_usd = usd(facts.get("subagent_usage_by_model", {}), table)
+    own = costs(facts["usage_by_model"], table)
+    sub = costs(facts.get("subagent_usage_by_model", {}), table)
+    own_usd, sub_usd = own["auto"][0], sub["auto"][0]
     return {
         "session_uid": s["uid"],
         "flavor": s["agent"],
@@ -237,7 +278,7 @@ def build(
         "outcome_rule": rule,
         "provisional": not closed,
         "closed_by": closed_by,
-        "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd},
+        "cost": {**_cost(usage, wall, turns, retries), "usd": own_usd, **_by_mode(own)},
         "usage": {"responses": usage["responses"], "by_model": facts["usage_by_model"]},
         **usage_recorded(s["agent"], usage["responses"]),
         "tool_histogram": dict(sorted(((k or "?"), v) for k, v in facts["tools"].items())),
@@ -264,12 +305,13 @@ def build(
         "parent_uid": s["parent_uid"],
         "agent_type": s["agent_type"],
         "subagents": facts["subagents"],
-        "subagent_cost": {**_cost(sub_usage, 0.0, 0, 0), "usd": sub_usd}
+        "subagent_cost": {**_cost(sub_usage, 0.0, 0, 0), "usd": sub_usd, **_by_mode(sub)}
         if facts["subagents"]
         else None,
         "cost_with_subagents": {
             **_cost(_add(usage, sub_usage), wall, turns, retries),
             "usd": round(own_usd + sub_usd, 6),
+            **_by_mode({m: (own[m][0] + sub[m][0], _both(own[m][1], sub[m][1])) for m in own}),
         },
         "price_table_date": table[0],
         "source": {

@@ -78,12 +78,33 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
         seen.add(src.path)
     if walk.skipped:  # the full ingest counts and names what cannot be read
         return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
-    roots = {str(root) for _, root in pairs}
-    for path, (*_, gone_at) in known.items():
-        in_scope = any(path.startswith(os.path.join(r, "")) for r in roots)
-        if in_scope and path not in seen and gone_at is None and not os.path.exists(path):
-            return Plan(False, f"{path} vanished")
+    gone = _vanished(known, seen, {os.fspath(root) for _, root in pairs})
+    if gone is not None:
+        return Plan(False, f"{gone} vanished")
     return Plan(True, "nothing new", found, facts["stale"])
+
+
+def _vanished(known: dict[str, tuple[Any, ...]], seen: set[str], roots: set[str]) -> str | None:
+    """A stored file under the roots that the walk did not see and that is gone now."""
+    for path, (*_, gone_at) in known.items():
+        if path in seen or gone_at is not None:  # nearly every file: no scope test
+            continue
+        if _under(path, roots) and not os.path.exists(path):
+            return path
+    return None
+
+
+def _under(path: str, roots: set[str]) -> bool:
+    """Whether ``path`` is strictly below one of ``roots``: its few ancestors looked up in
+    the set (hundreds of project roots: never a scan of them per file)."""
+    parent = os.path.dirname(path)
+    while True:
+        if parent in roots:
+            return True
+        up = os.path.dirname(parent)
+        if up == parent:
+            return False
+        parent = up
 
 
 def idle_summary(

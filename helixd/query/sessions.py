@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 
 from helixd.core.timeparse import iso
-from helixd.core.usage_report import cost
+from helixd.core.usage_report import priced, priced_usd
 from helixd.store import session_queries as sq
 from helixd.store.session_queries import SessionFilter
 
@@ -55,13 +55,27 @@ def _title(row: Mapping[str, Any]) -> str:
 
 
 def _costs(
-    con: sqlite3.Connection, ids: Sequence[int], prices: Prices
+    con: sqlite3.Connection, ids: Sequence[int], prices: Prices, mode: str = "auto"
 ) -> dict[int, tuple[float, int]]:
-    """``{session_id: (usd, tokens)}`` of each session's own usage at today's prices."""
+    """``{session_id: (usd, tokens)}`` of each session's own usage at today's prices, or the
+    cost its agent recorded (``mode``: one of ``COST_MODES``)."""
     out: dict[int, tuple[float, int]] = {}
     for sid, model, *c in sq.usage_of_sessions(con, ids):
         usd, tokens = out.get(sid, (0.0, 0))
-        out[sid] = (usd + cost(prices, model, c), tokens + sum(c[:5]))
+        row = priced(c, model, prices, mode)
+        out[sid] = (usd + priced_usd(prices, model, row), tokens + sum(c[:5]))
+    return out
+
+
+def with_cost_mode(digest: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The digest with each cost's ``usd`` and ``usd_source`` those of ``mode`` (the digest
+    keeps every mode's, ``usd_by_mode``; one built before them is priced by the table)."""
+    out = {**digest, "cost_mode": mode}
+    for key in ("cost", "subagent_cost", "cost_with_subagents"):
+        part = digest.get(key)
+        chosen = (part or {}).get("usd_by_mode", {}).get(mode)
+        if part and chosen:
+            out[key] = {**part, "usd": chosen["usd"], "usd_source": chosen["source"]}
     return out
 
 
@@ -71,11 +85,12 @@ def list_sessions(
     prices: Prices,
     limit: int | None = 50,
     offset: int = 0,
+    mode: str = "auto",
 ) -> SessionPage:
     """Sessions newest first (those with no known time last), each with a display title, its
     cost and tokens at today's prices, and ISO times beside the epoch-ms ones."""
     rows, total = sq.list_sessions(con, f, limit, offset)
-    costs = _costs(con, [r["id"] for r in rows], prices)
+    costs = _costs(con, [r["id"] for r in rows], prices, mode)
     for r in rows:
         usd, tokens = costs.get(r["id"], (0.0, 0))
         r["cost_usd"] = round(usd, 6)

@@ -40,7 +40,8 @@ WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "satu
 @dataclass(frozen=True, slots=True)
 class ReportQuery:
     """``period`` of ``PERIODS``; ``first_day``/``last_day`` inclusive, local days in ``tz``
-    (None: the system's zone); ``week_start`` an index of ``WEEKDAYS``."""
+    (None: the system's zone); ``week_start`` an index of ``WEEKDAYS``; ``cost`` one of
+    ``COST_MODES`` (the dollars the agents recorded, or the price table's)."""
 
     period: str
     first_day: date | None = None
@@ -50,6 +51,7 @@ class ReportQuery:
     repo: str | None = None
     model: str | None = None
     week_start: int = 6
+    cost: str = "auto"
 
 
 def report(
@@ -62,7 +64,9 @@ def report(
         raise ValueError(f"unknown period {q.period!r} (one of {', '.join(PERIODS)})")
     lo = day_start_ms(q.first_day, q.tz) // BUCKET_MS if q.first_day else None
     hi = day_start_ms(q.last_day + timedelta(days=1), q.tz) // BUCKET_MS if q.last_day else None
-    return priced_by(_report(con, q, prices, now_ms, lo, hi), prices)
+    doc = priced_by(_report(con, q, prices, now_ms, lo, hi), prices)
+    doc["costMode"] = q.cost
+    return doc
 
 
 def priced_by(doc: dict[str, Any], prices: Prices) -> dict[str, Any]:
@@ -89,7 +93,7 @@ def _report(
 ) -> dict[str, Any]:
     if q.period == "session":
         rows = queries.usage_by_session(con, lo, hi, q.agents, q.repo, q.model)
-        return session_report(rows, prices, iso)
+        return session_report(rows, prices, iso, q.cost)
     # Days only for times that can be true: a response with no time, or one before 2000 or
     # in the future (an unparseable timestamp in an older store), is in no day; it is
     # reported apart (``undated``) rather than as a 1970-01-01 row.
@@ -97,8 +101,8 @@ def _report(
     lo, hi = max(lo or floor, floor), min(hi or ceiling, ceiling)
     undated = queries.usage_outside(con, floor, ceiling, q.agents, q.repo, q.model)
     if lo >= hi:
-        doc = period_report([], q.period, prices, q.week_start)
-        return with_undated(doc, undated, prices)
+        doc = period_report([], q.period, prices, q.week_start, q.cost)
+        return with_undated(doc, undated, prices, q.cost)
     span = queries.bucket_span(con)
     first, last = span or (0, 0)
     segments = offset_segments(max(first, lo or 0), min(last, hi or last), q.tz)
@@ -108,7 +112,8 @@ def _report(
         rows = queries.usage_by_day_hourly(con, segments, lo, hi, q.agents, q.model)
     else:
         rows = queries.usage_by_day(con, segments, lo, hi, q.agents, q.repo, q.model)
-    return with_undated(period_report(rows, q.period, prices, q.week_start), undated, prices)
+    doc = period_report(rows, q.period, prices, q.week_start, q.cost)
+    return with_undated(doc, undated, prices, q.cost)
 
 
 def tokens(
@@ -119,18 +124,20 @@ def tokens(
     prices: Prices,
     agents: Sequence[str] = (),
     transitions: Sequence[tuple[int, str]] = (),
+    mode: str = "auto",
 ) -> dict[str, Any]:
     """Usage of every session of ``repo`` in ``[since, until)``: the sessions, their files,
     totals, and per phase when ``transitions`` (``(ms, phase)``, in order) are given."""
     records, sessions = queries.usage_records(con, since, until, repo, agents)
     activity, files = queries.activity_records(con, since, until, repo, agents, sorted(SHELL_TOOLS))
-    doc = attribute(records, list(transitions), prices, activity)
+    doc = attribute(records, list(transitions), prices, activity, mode)
     for p in doc["phases"]:
         p["start"], p["end"] = iso(p["start"]), iso(p["end"])
     models = {b["modelName"] for b in doc["total"]["modelBreakdowns"]}
     described = prices.describe(models) if isinstance(prices, PriceBook) else None
     return {
         "prices": described,
+        "costMode": mode,
         "repo": repo,
         "since": iso(since),
         "until": iso(until),

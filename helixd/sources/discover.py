@@ -146,7 +146,9 @@ class Discovery:
             seen.add(path)
             yield Source(root.adapter, root.path, path, rel)
 
-    def _walk(self, root: Root, others: set[str], seen: set[str]) -> Iterator[Source]:
+    def _walk(self, root: Root, reals: set[str], seen: set[str]) -> Iterator[Source]:
+        """``reals``: every root's real path (this one's too: its own path is never a
+        subdirectory of itself)."""
         matches = root.adapter.matches
         stack = [(root.path, "")]
         while stack:
@@ -164,7 +166,7 @@ class Discovery:
                     if entry.is_dir(follow_symlinks=False):
                         if matches(rel):
                             self._skip(entry.path, NOT_REGULAR, "a directory")
-                        if os.path.join(root.real, rel) not in others:  # another root's own
+                        if os.path.join(root.real, rel) not in reals:  # another root's own
                             subdirs.append((entry.path, rel + "/"))
                         continue
                     if entry.is_symlink():

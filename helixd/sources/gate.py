@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -115,7 +116,14 @@ class Root:
 
 
 def _norm(path: str | Path) -> str:
-    return os.path.abspath(os.fspath(path))
+    text = os.fspath(path)
+    if _NORMAL.fullmatch(text):
+        return text  # already absolute and normal (a Path's text): no normpath to run
+    return os.path.abspath(text)
+
+
+# An absolute path without an empty, ``.`` or ``..`` component and no trailing slash.
+_NORMAL = re.compile(r"(?:/(?!\.\.?(?:/|$))[^/]+)+")
 
 
 def _below(path: str, root: str) -> str | None:

@@ -22,9 +22,9 @@ _WANT: Final = "session_id IN (SELECT id FROM temp.want)"
 _USAGE_COLS: Final = (
     "count(*), coalesce(sum(input), 0), coalesce(sum(output), 0), coalesce(sum(cache_read), 0),"
     " coalesce(sum(cache_write_5m), 0), coalesce(sum(cache_write_1h), 0),"
-    " coalesce(sum(reasoning), 0)"
+    " coalesce(sum(reasoning), 0), total(recorded_cost_usd), count(recorded_cost_usd)"
 )
-_ZERO: Final = (0, 0, 0, 0, 0, 0, 0)
+_ZERO: Final = (0, 0, 0, 0, 0, 0, 0, 0.0, 0)
 # One scan of the sessions' events feeds every per-event fact.  The text column holds only
 # what some fact needs: an edit's path, an error's message, a test run's command (signals)
 # and the opening of an assistant reply (the outcome rule's tail).
@@ -50,7 +50,9 @@ _SUCCEEDED: Final = re.compile(
 )
 
 
-def usage_dict(row: Sequence[Any]) -> dict[str, int]:
+def usage_dict(row: Sequence[Any]) -> dict[str, Any]:
+    """Counters of ``_USAGE_COLS``; ``recorded_cost_usd`` sums the dollars the agent recorded
+    over the ``costed`` responses that carry them."""
     return {
         "responses": row[0],
         "input_tokens": row[1],
@@ -59,6 +61,8 @@ def usage_dict(row: Sequence[Any]) -> dict[str, int]:
         "cache_write_5m_tokens": row[4],
         "cache_write_1h_tokens": row[5],
         "reasoning_tokens": row[6],
+        "recorded_cost_usd": row[7],
+        "costed": row[8],
     }
 
 
@@ -235,7 +239,7 @@ def _usage(con: sqlite3.Connection, facts: dict[int, dict[str, Any]]) -> None:
     ):
         facts[sid]["usage_by_model"][model] = usage_dict(row)
     children: dict[int, list[str]] = defaultdict(list)
-    sub_usage: dict[int, list[int]] = {}
+    sub_usage: dict[int, list[Any]] = {}
     for parent_id, child_uid, *row in q(
         "SELECT p.id, c.uid, "
         + _USAGE_COLS.replace("count(*)", "count(u.key)").replace("sum(", "sum(u.")

@@ -25,6 +25,23 @@ _SUMS: Final = (
 )
 BUCKET_SUMS: Final = _SUMS.format(p="b.", n="sum(b.responses)")
 USAGE_SUMS: Final = _SUMS.format(p="u.", n="count(*)")
+# The reports' rows add the dollars the agents recorded and how many responses carry them
+# (``helixd.core.usage_report.COUNTERS``: ``--cost auto`` prices the rest from the table).
+_COSTS: Final = ", total({p}recorded_cost_usd), sum({p}costed)"
+
+
+def cost_sums(con: sqlite3.Connection, p: str = "b.") -> str:
+    """The recorded-cost columns of a report row (``, dollars, costed``): zeros from a store
+    not yet migrated to m016 (read-only commands do not migrate)."""
+    found = con.execute(
+        "SELECT 1 FROM pragma_table_info('usage_buckets') WHERE name = 'costed'"
+    ).fetchone()
+    return _COSTS.format(p=p) if found else ", 0.0, 0"
+
+
+def report_sums(con: sqlite3.Connection) -> str:
+    """``BUCKET_SUMS`` and the recorded-cost columns (``cost_sums``)."""
+    return BUCKET_SUMS + cost_sums(con)
 
 
 _HIT_NAMES: Final = (
@@ -111,7 +128,7 @@ def usage_by_day(
         params.extend([model, len(model) + 1, model + "-"])
     session_filter(where, params, agents, repo)
     sql = (
-        f"SELECT {day} AS day, s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
+        f"SELECT {day} AS day, s.agent, b.model, {report_sums(con)} FROM usage_buckets b"
         " JOIN sessions s ON s.id = b.session_id"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " GROUP BY day, s.agent, b.model"
@@ -136,7 +153,7 @@ def usage_outside(
         params.extend([model, len(model) + 1, model + "-"])
     session_filter(where, params, agents, repo)
     sql = (
-        f"SELECT s.agent, b.model, {BUCKET_SUMS} FROM usage_buckets b"
+        f"SELECT s.agent, b.model, {report_sums(con)} FROM usage_buckets b"
         " JOIN sessions s ON s.id = b.session_id WHERE "
         + " AND ".join(where)
         + " GROUP BY s.agent, b.model"
@@ -177,6 +194,7 @@ def usage_by_day_hourly(
         params.extend(agents)
     sql = (
         f"SELECT {day} AS day, h.agent, h.model, {_SUMS.format(p='h.', n='sum(h.responses)')}"
+        f"{cost_sums(con, 'h.')}"
         " FROM usage_hours h"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " GROUP BY day, h.agent, h.model"
@@ -202,7 +220,7 @@ def usage_by_session(
     session_filter(where, params, agents, repo)
     sql = (
         "SELECT s.uid, s.agent, s.repo, s.parent_uid, s.started_at, s.ended_at, b.model,"
-        f" {BUCKET_SUMS} FROM usage_buckets b JOIN sessions s ON s.id = b.session_id"
+        f" {report_sums(con)} FROM usage_buckets b JOIN sessions s ON s.id = b.session_id"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " GROUP BY b.session_id, b.model"
     )
@@ -230,7 +248,7 @@ def usage_records(
     con: sqlite3.Connection, since: int, until: int | None, repo: str | None, agents: Sequence[str]
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Every usage fact of the repo's sessions with ``since <= ts < until``, as
-    ``(ts, model, *counters)``, and the sessions they came from
+    ``(ts, model, *counters, recorded cost, 0 or 1)``, and the sessions they came from
     ``(uid, agent, cwd, started_at, ended_at, files)``."""
     in_range = ["u.ts >= ?"]
     range_params: list[Any] = [since]
@@ -241,9 +259,11 @@ def usage_records(
     scope_params: list[Any] = []
     session_filter(scope, scope_params, agents, repo)
     cond = " AND ".join(in_range + scope)
+    recorded = "u.recorded_cost_usd" if cost_sums(con) != ", 0.0, 0" else "NULL"
     records = con.execute(
         "SELECT u.ts, u.model, u.input, u.output, u.cache_read, u.cache_write_5m,"
-        " u.cache_write_1h, u.reasoning, 1 FROM usage u JOIN sessions s ON s.id = u.session_id"
+        f" u.cache_write_1h, u.reasoning, 1, coalesce({recorded}, 0),"
+        f" {recorded} IS NOT NULL FROM usage u JOIN sessions s ON s.id = u.session_id"
         f" WHERE {cond} ORDER BY u.ts",
         [*range_params, *scope_params],
     ).fetchall()

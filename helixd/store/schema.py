@@ -131,6 +131,51 @@ def _outbox_triggers() -> str:
     return "\n".join(out)
 
 
+def _recorded_cost() -> str:
+    """m016 (issue 16): the dollars an agent recorded for a response or session (Pi, Cline,
+    Crush, Aider …), NULL where it recorded none (every row stored before: re-normalization
+    fills it, the adapters that record a cost having risen a version).  The rollups sum it
+    with ``costed``, the number of their responses that carry one (NULL when none does), so
+    a report can tell a recorded cost from a row the price table must price."""
+    sums = []
+    for table, where in (
+        ("usage_buckets", "bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id"),
+        (
+            "usage_hours",
+            "hour = coalesce(OLD.ts, 0) / 3600000"
+            " AND agent = (SELECT agent FROM sessions WHERE id = OLD.session_id)",
+        ),
+    ):
+        sums.append(
+            f"""
+            UPDATE {table} SET responses = responses - 1, input = input - OLD.input,
+                output = output - OLD.output, cache_read = cache_read - OLD.cache_read,
+                cache_write_5m = cache_write_5m - OLD.cache_write_5m,
+                cache_write_1h = cache_write_1h - OLD.cache_write_1h,
+                reasoning = reasoning - OLD.reasoning,
+                costed = costed - (OLD.recorded_cost_usd IS NOT NULL),
+                recorded_cost_usd = CASE WHEN costed - (OLD.recorded_cost_usd IS NOT NULL) = 0
+                    THEN NULL
+                    ELSE coalesce(recorded_cost_usd, 0) - coalesce(OLD.recorded_cost_usd, 0) END
+            WHERE {where} AND model = OLD.model;
+            DELETE FROM {table} WHERE responses = 0 AND {where} AND model = OLD.model;"""
+        )
+    return (
+        """
+        ALTER TABLE usage ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_buckets ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_buckets ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE usage_hours ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_hours ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
+        DROP TRIGGER usage_buckets_drop;
+        CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN"""
+        + "".join(sums)
+        + """
+        END;
+        """
+    )
+
+
 MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
         "m001_initial",
@@ -637,4 +682,5 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+    ("m016_recorded_cost", _recorded_cost()),
 )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from helixd.store.queries import BUCKET_SUMS, session_filter
+from helixd.store.queries import report_sums, session_filter
 
 SESSION_COLS: Final = (
     "id, uid, agent, native_id, parent_uid, cwd, repo, git_branch, model, title, version,"
@@ -92,13 +92,13 @@ def list_sessions(
 
 def usage_of_sessions(con: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[Any, ...]]:
     """``(session_id, model, input, output, cache_read, cache_write_5m, cache_write_1h,
-    reasoning, responses)`` of these sessions' own usage."""
+    reasoning, responses, recorded dollars, costed)`` of these sessions' own usage."""
     out: list[tuple[Any, ...]] = []
     for i in range(0, len(ids), 500):
         part = list(ids[i : i + 500])
         out.extend(
             con.execute(
-                f"SELECT b.session_id, b.model, {BUCKET_SUMS} FROM usage_buckets b"
+                f"SELECT b.session_id, b.model, {report_sums(con)} FROM usage_buckets b"
                 f" WHERE b.session_id IN ({','.join('?' * len(part))})"
                 " GROUP BY b.session_id, b.model",
                 part,

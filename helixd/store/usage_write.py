@@ -13,8 +13,8 @@ from helixd.store.keys import IN_CHUNK, key64
 
 _UPSERT_USAGE: Final = """
 INSERT INTO usage (key, session_id, rank, ts, model, input, output, cache_read,
-    cache_write_5m, cache_write_1h, reasoning)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    cache_write_5m, cache_write_1h, reasoning, recorded_cost_usd)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
     session_id = CASE WHEN excluded.rank < rank THEN excluded.session_id ELSE session_id END,
     ts = CASE WHEN excluded.rank < rank THEN excluded.ts ELSE ts END,
@@ -24,7 +24,10 @@ ON CONFLICT (key) DO UPDATE SET
     cache_read = max(cache_read, excluded.cache_read),
     cache_write_5m = max(cache_write_5m, excluded.cache_write_5m),
     cache_write_1h = max(cache_write_1h, excluded.cache_write_1h),
-    reasoning = max(reasoning, excluded.reasoning)
+    reasoning = max(reasoning, excluded.reasoning),
+    recorded_cost_usd = CASE WHEN excluded.recorded_cost_usd IS NULL THEN recorded_cost_usd
+        WHEN recorded_cost_usd IS NULL THEN excluded.recorded_cost_usd
+        ELSE max(recorded_cost_usd, excluded.recorded_cost_usd) END
 """
 
 _REPLACE_USAGE: Final = (
@@ -33,9 +36,14 @@ _REPLACE_USAGE: Final = (
 ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = excluded.rank,
     ts = excluded.ts, model = excluded.model, input = excluded.input, output = excluded.output,
     cache_read = excluded.cache_read, cache_write_5m = excluded.cache_write_5m,
-    cache_write_1h = excluded.cache_write_1h, reasoning = excluded.reasoning
+    cache_write_1h = excluded.cache_write_1h, reasoning = excluded.reasoning,
+    recorded_cost_usd = excluded.recorded_cost_usd
 """
 )
+
+
+def _zero_sums() -> list[Any]:
+    return [0, 0, 0, 0, 0, 0, 0, 0.0, 0]
 
 
 class UsageWriter:
@@ -68,6 +76,7 @@ class UsageWriter:
                 u.cache_write_5m_tokens,
                 u.cache_write_1h_tokens,
                 u.reasoning_tokens,
+                u.recorded_cost_usd,
             ]
             old = merged.get(key)
             if old is None:
@@ -77,6 +86,8 @@ class UsageWriter:
                 old[1], old[2], old[3] = row[1], row[2], row[3]
             for i in range(5, 11):
                 old[i] = max(old[i], row[i])
+            if row[11] is not None:  # a recorded cost merges like a counter
+                old[11] = row[11] if old[11] is None else max(old[11], row[11])
         keys = [*merged, *(key64(u.dedup_key) for u in usage if u.replace)]
         before = self._usage_rows(keys)
         if merged:
@@ -94,6 +105,7 @@ class UsageWriter:
                 u.cache_write_5m_tokens,
                 u.cache_write_1h_tokens,
                 u.reasoning_tokens,
+                u.recorded_cost_usd,
             )
             for u in usage
             if u.replace
@@ -103,14 +115,16 @@ class UsageWriter:
         return self._roll_up(before, self._usage_rows(keys))
 
     def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-        """``{key: (session_id, ts, model, counters…)}`` of the stored facts among ``keys``."""
+        """``{key: (session_id, ts, model, counters…, recorded cost)}`` of the stored facts
+        among ``keys``."""
         found: dict[int, tuple[Any, ...]] = {}
         unique = list(set(keys))
         for i in range(0, len(unique), IN_CHUNK):
             part = unique[i : i + IN_CHUNK]
             for row in self.con.execute(
                 "SELECT key, session_id, ts, model, input, output, cache_read, cache_write_5m,"
-                f" cache_write_1h, reasoning FROM usage WHERE key IN ({','.join('?' * len(part))})",
+                " cache_write_1h, reasoning, recorded_cost_usd FROM usage"
+                f" WHERE key IN ({','.join('?' * len(part))})",
                 part,
             ):
                 found[row[0]] = tuple(row[1:])
@@ -122,9 +136,10 @@ class UsageWriter:
         """Keep the usage summary tables exact: subtract what a fact was, add what it is now
         (a fact's credit, time or counters can change on upsert), summed per 15-minute bucket
         x session x model and per hour x agent x model — one statement per touched row of
-        the summaries rather than two per fact."""
-        buckets: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0] * 7)
-        hours: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0] * 7)
+        the summaries rather than two per fact.  Each summary row: responses, the six
+        counters, the recorded dollars and ``costed`` (its responses that carry them)."""
+        buckets: dict[tuple[int, int, str], list[Any]] = defaultdict(_zero_sums)
+        hours: dict[tuple[int, str, str], list[Any]] = defaultdict(_zero_sums)
         agents = self._agents({r[0] for r in (*before.values(), *after.values())})
         changed: set[int] = set()
         for key in before.keys() | after.keys():
@@ -142,8 +157,11 @@ class UsageWriter:
                     hours[(ts // 3_600_000, agents[sid], model)],
                 ):
                     target[0] += sign
-                    for i, value in enumerate(row[3:], start=1):
+                    for i, value in enumerate(row[3:9], start=1):
                         target[i] += sign * value
+                    if row[9] is not None:
+                        target[7] += sign * row[9]
+                        target[8] += sign
         for table, cols, rows in (
             ("usage_buckets", "bucket, session_id, model", buckets),
             ("usage_hours", "hour, agent, model", hours),
@@ -151,13 +169,18 @@ class UsageWriter:
             if not rows:
                 continue
             self.con.executemany(
-                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO"
+                f"INSERT INTO {table} ({cols}, responses, input, output, cache_read,"
+                " cache_write_5m, cache_write_1h, reasoning, recorded_cost_usd, costed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, nullif(?, 0), ?) ON CONFLICT DO"
                 " UPDATE SET responses = responses + excluded.responses,"
                 " input = input + excluded.input, output = output + excluded.output,"
                 " cache_read = cache_read + excluded.cache_read,"
                 " cache_write_5m = cache_write_5m + excluded.cache_write_5m,"
                 " cache_write_1h = cache_write_1h + excluded.cache_write_1h,"
-                " reasoning = reasoning + excluded.reasoning",
+                " reasoning = reasoning + excluded.reasoning,"
+                " recorded_cost_usd = CASE WHEN costed + excluded.costed = 0 THEN NULL"
+                " ELSE coalesce(recorded_cost_usd, 0) + coalesce(excluded.recorded_cost_usd, 0)"
+                " END, costed = costed + excluded.costed",
                 [(*k, *v) for k, v in rows.items()],
             )
             a, b, c = (x.strip() for x in cols.split(","))
