@@ -21,7 +21,7 @@ from helixd.web import params
 from helixd.web.reads import Reads
 from helixd.web.security import TOKEN_HEADER, token_ok
 
-PAGE_EVENTS: Final = 200
+PAGE_EVENTS: Final = 100  # a page of events up front: each costs a re-read of its raw line
 CSV_COLUMNS: Final = (
     "uid", "agent", "repo", "model", "display_title", "started_at_iso", "ended_at_iso",
     "messages", "events", "tokens", "cost_usd", "outcome",
