@@ -7,7 +7,11 @@ and the daemon's idle CPU and RSS with the web server on and off.
 The corpus HOME must hold a store already ingested (``HELIX_STORE_DB``, default
 ``<home>/helix.db``).  The daemon runs as a real subprocess (``helixd``) on a copy of
 nothing: it opens that store; it finds nothing new to read.  Exits 1 when an endpoint's p95
-is above ``--budget-ms`` (50) or the big session's page takes more than 1 s.
+is above ``--budget-ms`` (50), the big session's page takes more than 1 s, or the idle
+daemon with the web server on uses more than ``--idle-margin`` (10 %) more CPU or RSS than
+with it off (CPU measured from /proc/<pid>/stat over ``--idle-seconds`` after
+``--settle-seconds``, off then on, back to back; a CPU difference under ``--idle-cpu-floor``
+percentage points is below what /proc can tell and passes).  ``--idle-only``: just that.
 """
 
 from __future__ import annotations
@@ -101,6 +105,27 @@ def idle(env: dict[str, str], seconds: float, settle: float) -> dict[str, float]
         return {"cpu_pct": round(cpu, 3), "rss_mb": round(rss_mb(proc.pid), 1)}
     finally:
         stop(proc)
+
+
+def idle_misses(
+    on: dict[str, float], off: dict[str, float], margin: float, cpu_floor: float
+) -> list[str]:
+    """What the web server adds to the idle daemon beyond ``margin`` (a fraction)."""
+    out = []
+    if on["cpu_pct"] > off["cpu_pct"] * (1 + margin) and on["cpu_pct"] - off["cpu_pct"] > cpu_floor:
+        out.append(f"idle CPU {on['cpu_pct']} % with web on vs {off['cpu_pct']} % off")
+    if on["rss_mb"] > off["rss_mb"] * (1 + margin):
+        out.append(f"idle RSS {on['rss_mb']} MB with web on vs {off['rss_mb']} MB off")
+    return out
+
+
+def idle_pair(
+    home: Path, db: Path, state: Path, seconds: float, settle: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The idle daemon with the web server off, then on (the same store, back to back)."""
+    off = idle(env_for(home, db, state, web=False), seconds, settle)
+    on = idle(env_for(home, db, state, web=True), seconds, settle)
+    return on, off
 
 
 def timed(host: str, port: int, path: str, runs: int, pid: int) -> dict[str, Any]:
@@ -217,6 +242,9 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=30)
     ap.add_argument("--budget-ms", type=float, default=50)
     ap.add_argument("--skip-idle", action="store_true")
+    ap.add_argument("--idle-only", action="store_true", help="only the idle CPU/RSS check")
+    ap.add_argument("--idle-margin", type=float, default=0.10)
+    ap.add_argument("--idle-cpu-floor", type=float, default=0.02, help="percentage points")
     ap.add_argument("--settle-seconds", type=float, default=20)
     ap.add_argument(
         "--big-session", type=int, default=5000,
@@ -226,6 +254,19 @@ def main() -> int:
     db = a.db or a.home / "helix.db"
     state = Path(tempfile.mkdtemp(prefix="hx-bench-"))
     env = env_for(a.home, db, state, web=True)
+    if a.idle_only:
+        print(f"load average before: {os.getloadavg()}", file=sys.stderr)
+        try:
+            on, off = idle_pair(a.home, db, state, a.idle_seconds, a.settle_seconds)
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
+        print(f"idle daemon, web on:  {on}")
+        print(f"idle daemon, web off: {off}")
+        print(f"load average after: {os.getloadavg()}", file=sys.stderr)
+        missed = idle_misses(on, off, a.idle_margin, a.idle_cpu_floor)
+        for m in missed:
+            print(f"over budget: {m}")
+        return 1 if missed else 0
     if a.big_session:
         write_big_session(a.home, a.big_session)
     print(f"load average before: {os.getloadavg()}", file=sys.stderr)
@@ -272,9 +313,7 @@ def main() -> int:
         stop(proc)
     idle_on = idle_off = None
     if not a.skip_idle:
-        off = env_for(a.home, db, state, web=False)
-        idle_off = idle(off, a.idle_seconds, a.settle_seconds)
-        idle_on = idle(env, a.idle_seconds, a.settle_seconds)
+        idle_on, idle_off = idle_pair(a.home, db, state, a.idle_seconds, a.settle_seconds)
     shutil.rmtree(state, ignore_errors=True)
     width = max(len(r["path"]) for r in rows)
     print(f"{'endpoint':<{width}}  status  p50 ms  p95 ms  max ms  cpu p50  cpu p95    bytes")
@@ -293,8 +332,15 @@ def main() -> int:
     print(json.dumps({"endpoints": rows, "page_s": page_s, "idle_on": idle_on,
                       "idle_off": idle_off, "session": big["uid"], "events": big["events"]}),
           file=sys.stderr)  # fmt: skip
+    missed = (
+        idle_misses(idle_on, idle_off, a.idle_margin, a.idle_cpu_floor)
+        if idle_on and idle_off
+        else []
+    )
+    for m in missed:
+        print(f"over budget: {m}")
     over = [r for r in rows if r["p95_ms"] > a.budget_ms or r["status"] != 200]
-    return 1 if over or (page_s is not None and page_s > 1.0) else 0
+    return 1 if over or missed or (page_s is not None and page_s > 1.0) else 0
 
 
 if __name__ == "__main__":

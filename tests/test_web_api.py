@@ -193,3 +193,21 @@ def test_a_page_of_a_big_session_answers_fast(served: Served) -> None:
 def test_helixctl_web_says_when_no_daemon_serves_the_page(helixctl: Any) -> None:
     proc = helixctl("web", check=False)
     assert proc.returncode == 3 and "helixd is not running" in proc.stderr
+
+
+def test_a_long_session_comes_a_page_at_a_time(served: Served) -> None:
+    """The biggest session's events: 100 by the API and 50 on its page up front (each event
+    shown re-reads its raw line), the rest a page later."""
+    from helixd.web import api, pages
+
+    everything = served.get("/api/sessions?limit=500")["sessions"]
+    big = max(everything, key=lambda s: s["events"])
+    assert big["events"] > api.PAGE_EVENTS == 100
+    first = served.get(f"/api/sessions/{u(big['uid'])}/messages")
+    assert len(first["events"]) == api.PAGE_EVENTS and first["has_after"]
+    after = first["events"][-1]["seq"]
+    more = served.get(f"/api/sessions/{u(big['uid'])}/messages?after={after}")
+    assert more["events"][0]["seq"] > after
+    status, _, html = served.request(f"/sessions/{u(big['uid'])}")
+    shown = html.count(b'<section class="ev ')
+    assert status == 200 and 30 < shown <= pages.PAGE_EVENTS == 50, shown  # results fold in

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.pricing import cost
@@ -51,29 +51,36 @@ def _slot_start(slot: int, step_s: int, offset_s: int) -> str | None:
     return iso((slot * step_s - offset_s) * 1000)
 
 
-def _tokens_of(c: Iterable[int]) -> dict[str, int]:
+_TOKEN_NAMES: Final = ("input", "output", "cache_read", "cache_write", "reasoning", "total",
+                       "responses")  # fmt: skip
+
+
+def _vector(c: Iterable[int]) -> list[Any]:
+    """A usage row's counters as ``[*_TOKEN_NAMES]`` (a list: summed in place, cheaply)."""
     i, o, cr, c5, c1, reasoning, responses = (int(x or 0) for x in c)
-    return {
-        "input": i,
-        "output": o,
-        "cache_read": cr,
-        "cache_write": c5 + c1,
-        "reasoning": reasoning,
-        "total": i + o + cr + c5 + c1,
-        "responses": responses,
-    }
+    return [i, o, cr, c5 + c1, reasoning, i + o + cr + c5 + c1, responses]
 
 
-def _add(into: dict[str, Any], tokens: Mapping[str, int], usd: float) -> None:
-    for k, v in tokens.items():
-        into[k] = into.get(k, 0) + v
-    into["cost_usd"] = into.get("cost_usd", 0.0) + usd
+def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any], usd: float) -> None:
+    """Add ``vec`` and ``usd`` to ``into[key]`` (``[*counters, cost]``): the same additions
+    in the same order as summing dicts, so the floats come out identical."""
+    acc = into.get(key)
+    if acc is None:
+        into[key] = [*vec, 0.0 + usd]
+    else:
+        for n in range(7):
+            acc[n] += vec[n]
+        acc[7] += usd
 
 
-def _round_costs(d: dict[str, Any]) -> dict[str, Any]:
-    if "cost_usd" in d:
-        d["cost_usd"] = round(d["cost_usd"], 6)
-    return d
+def _doc(acc: list[Any]) -> dict[str, Any]:
+    """A summed vector as its document (cost rounded)."""
+    return {**dict(zip(_TOKEN_NAMES, acc, strict=False)), "cost_usd": round(acc[7], 6)}
+
+
+def _ranked(d: dict[Any, list[Any]]) -> list[Any]:
+    """Keys by cost, then tokens, most first; then by name."""
+    return sorted(d, key=lambda k: (-d[k][7], -d[k][5], str(k)))
 
 
 def usage_series(
@@ -86,24 +93,25 @@ def usage_series(
 ) -> dict[str, Any]:
     """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
     step_s = STEPS[step] if step else None
-    slots: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
-    totals: dict[str, dict[str, Any]] = {}
+    slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
+    totals: dict[str, list[Any]] = {}
     for slot, key, model, *c in mq.usage(con, sc, group, step_s, offset_s):
-        t = _tokens_of(c)
+        vec = _vector(c)
         usd = cost(prices, model, c[:5])
-        _add(slots[slot].setdefault(str(key), {}), t, usd)
-        _add(totals.setdefault(str(key), {}), t, usd)
-    keys = sorted(totals, key=lambda k: (-totals[k]["cost_usd"], -totals[k]["total"], k))
+        k = str(key)
+        _add(slots[slot], k, vec, usd)
+        _add(totals, k, vec, usd)
+    keys = sorted(totals, key=lambda k: (-totals[k][7], -totals[k][5], k))
     return {
         "group": group or None,
         "step": step,
         "keys": keys,
-        "totals": {k: _round_costs(totals[k]) for k in keys},
+        "totals": {k: _doc(totals[k]) for k in keys},
         "slots": [
             {
                 "slot": s,
                 "start": _slot_start(s, step_s, offset_s) if step_s else None,
-                "by": {k: _round_costs(v) for k, v in sorted(slots[s].items())},
+                "by": {k: _doc(v) for k, v in sorted(slots[s].items())},
             }
             for s in sorted(slots)
         ],
@@ -119,7 +127,8 @@ def summary(
     usage = usage_series(con, sc, prices, "agent", "day", offset_s)
     tok: dict[str, Any] = {}
     for v in usage["totals"].values():
-        _add(tok, {k: v[k] for k in v if k != "cost_usd"}, v["cost_usd"])
+        for k, n in v.items():
+            tok[k] = tok.get(k, 0) + n
     active_days = {s["slot"] for s in usage["slots"]}
     days = {slot for slot, *_ in mq.sessions_started(con, sc, DAY, offset_s)}
     tools_doc = tools(con, sc, percentiles=False)
@@ -174,23 +183,24 @@ def costs(
 
     over_time = usage_series(con, sc, prices, group, step, offset_s)
     keys = mq.session_keys(con)
-    by: dict[str, dict[str, dict[str, Any]]] = {"agent": {}, "repo": {}, "model": {}}
-    per_session: dict[int, dict[str, Any]] = {}
+    by: dict[str, dict[Any, list[Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    per_session: dict[Any, list[Any]] = {}
+    by_agent, by_repo, by_model = by["agent"], by["repo"], by["model"]
     for _slot, sid, model, *c in mq.usage(con, sc, "session", None):
-        t = _tokens_of(c)
+        vec = _vector(c)
         usd = cost(prices, model, c[:5])
         agent, repo = keys.get(int(sid), ("", ""))
-        for dim, key in (("agent", agent), ("repo", repo), ("model", model)):
-            _add(by[dim].setdefault(key, {}), t, usd)
-        _add(per_session.setdefault(int(sid), {}), t, usd)
+        _add(by_agent, agent, vec, usd)
+        _add(by_repo, repo, vec, usd)
+        _add(by_model, model, vec, usd)
+        _add(per_session, int(sid), vec, usd)
 
-    def ranked(d: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
-        order = sorted(d, key=lambda k: (-d[k]["cost_usd"], -d[k]["total"], str(k)))
-        return {k: _round_costs(d[k]) for k in order}
+    def ranked(d: dict[Any, list[Any]]) -> dict[Any, dict[str, Any]]:
+        return {k: _doc(d[k]) for k in _ranked(d)}
 
-    top_ids = list(ranked(per_session))[:top]
+    top_ids = _ranked(per_session)[:top]
     cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
-    total = sum(v["cost_usd"] for v in by["agent"].values())
+    total = sum(v[7] for v in by["agent"].values())
     days = len(over_time["slots"]) or 1
     return {
         "since": iso(sc.since),
@@ -202,7 +212,7 @@ def costs(
         "by_repo": ranked(by["repo"]),
         "by_model": ranked(by["model"]),
         "top_sessions": [
-            {**cards[i], "cost_in_range_usd": round(per_session[i]["cost_usd"], 6)}
+            {**cards[i], "cost_in_range_usd": round(per_session[i][7], 6)}
             for i in top_ids
             if i in cards
         ],
@@ -278,13 +288,14 @@ def tools(
         hi = sc.until if sc.until is not None else span[1] + 1 if span else None
         over: list[dict[str, Any]] = []
         if lo is not None and hi is not None and calls:
-            for slot in _slots(lo, hi, step_s, offset_s):
+            shown = _slots(lo, hi, step_s, offset_s)
+            per_slot: dict[int, dict[str, int]] = defaultdict(dict)
+            for slot, status, n in mq.tools_per_slot(con, sc, lo, hi, step_s, offset_s):
+                if shown[0] <= slot <= shown[-1]:
+                    per_slot[slot][status] = n
+            for slot in sorted(per_slot):
                 start = (slot * step_s - offset_s) * 1000
-                found = dict(
-                    mq.tools_between(con, sc, max(start, lo), min(start + step_s * 1000, hi))
-                )
-                if found:
-                    over.append({"slot": slot, "start": iso(start), "by_status": found})
+                over.append({"slot": slot, "start": iso(start), "by_status": per_slot[slot]})
         doc["over_time"] = over
     return doc
 

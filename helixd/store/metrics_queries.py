@@ -22,6 +22,7 @@ _COUNTERS: Final = (
     " sum({p}cache_write_1h), sum({p}reasoning), sum({p}responses)"
 )
 GROUPS: Final = ("", "agent", "repo", "model", "session")
+HOUR_MS: Final = 3_600_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +167,44 @@ def session_totals(con: sqlite3.Connection, sc: Scope) -> tuple[int, int, int, i
 TOOL_STATUSES: Final = ("success", "error", "rejected", "interrupted", "missing")
 
 
+def _hourly(sc: Scope, offset_s: int = 0) -> bool:
+    """Whether ``tool_call_hours`` answers exactly: whole hours (bounds after the epoch, the
+    offset)."""
+    return offset_s % 3600 == 0 and all(
+        t is None or (t > 0 and t % HOUR_MS == 0) for t in (sc.since, sc.until)
+    )
+
+
+def _hour_scope(sc: Scope, timed_only: bool) -> tuple[str, list[Any]]:
+    """`` WHERE …`` of the ``tool_call_hours r`` rows in the (whole-hour) scope; with
+    ``timed_only``, only calls with a time after the epoch (hours >= 0)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if sc.since is not None or timed_only:
+        where.append("r.hour >= ?")
+        params.append(0 if sc.since is None else sc.since // HOUR_MS)
+    if sc.until is not None:
+        where.append("r.hour < ?")
+        params.append(sc.until // HOUR_MS)
+    sess: list[str] = []
+    sess_params: list[Any] = []
+    session_filter(sess, sess_params, sc.agents, sc.repo)
+    if sess:
+        where.append(f"r.session_id IN (SELECT s.id FROM sessions s WHERE {' AND '.join(sess)})")
+        params.extend(sess_params)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
 def tools(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
-    """``(tool, status, calls, calls timed, sum of durations, max duration)``."""
+    """``(tool, status, calls, calls timed, sum of durations, max duration)``: from
+    ``tool_call_hours`` when the scope is whole hours, else from the calls."""
+    if _hourly(sc):
+        where, params = _hour_scope(sc, timed_only=False)
+        return con.execute(
+            "SELECT r.tool, r.status, sum(r.calls), sum(r.timed), sum(r.sum_ms), max(r.max_ms)"
+            f" FROM tool_call_hours r{where} GROUP BY r.tool, r.status",
+            params,
+        ).fetchall()
     where, params = _signal_scope(sc, "t")
     return con.execute(
         "SELECT t.tool, t.status, count(*), count(t.duration_ms), sum(t.duration_ms),"
@@ -192,17 +229,37 @@ def duration_at(con: sqlite3.Connection, sc: Scope, tool: str, rank: int) -> int
 
 
 def tool_span(con: sqlite3.Connection) -> tuple[int, int] | None:
-    """The first and last tool call time (ms)."""
-    row = con.execute("SELECT min(ts), max(ts) FROM tool_calls WHERE ts > 0").fetchone()
-    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
+    """The first and last tool call time (ms): one seek at each end of the ts index."""
+    first = con.execute("SELECT ts FROM tool_calls WHERE ts > 0 ORDER BY ts LIMIT 1").fetchone()
+    if first is None:
+        return None
+    last = con.execute("SELECT ts FROM tool_calls WHERE ts > 0 ORDER BY ts DESC LIMIT 1").fetchone()
+    return int(first[0]), int(last[0])
 
 
-def tools_between(con: sqlite3.Connection, sc: Scope, lo: int, hi: int) -> list[tuple[str, int]]:
-    """``(status, calls)`` of the calls in ``[lo, hi)`` (ms) in the scope (a range of the ts
-    index)."""
+def tools_per_slot(
+    con: sqlite3.Connection, sc: Scope, lo: int, hi: int, step_s: int, offset_s: int = 0
+) -> list[tuple[int, str, int]]:
+    """``(slot, status, calls)`` per time slot of the calls in the scope, in ``[lo, hi)``
+    (ms: the scope's bounds, else the first and last call's time).  From
+    ``tool_call_hours`` when the scope and the offset are whole hours (``step_s`` is), else
+    one range of the calls' ts index."""
+    # SQLite's / truncates toward zero: shift every time in range to >= 0 so that it floors
+    lead = 1 + max(0, -(lo // 1000 + int(offset_s))) // int(step_s)
+    shift = int(offset_s) + lead * int(step_s)
+    if _hourly(sc, offset_s):
+        where, params = _hour_scope(sc, timed_only=True)
+        slot = f"(r.hour * 3600 + {shift}) / {int(step_s)} - {lead}"
+        return con.execute(
+            f"SELECT {slot} AS slot, r.status, sum(r.calls) FROM tool_call_hours r{where}"
+            " GROUP BY slot, r.status",
+            params,
+        ).fetchall()
     where, params = _signal_scope(Scope(lo, hi, sc.agents, sc.repo), "t")
     return con.execute(
-        f"SELECT t.status, count(*) FROM tool_calls t{where} GROUP BY t.status", params
+        f"SELECT (t.ts + {shift * 1000}) / {int(step_s) * 1000} - {lead} AS slot, t.status,"
+        f" count(*) FROM tool_calls t{where} GROUP BY slot, t.status",
+        params,
     ).fetchall()
 
 

@@ -682,5 +682,28 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+        "m015_tool_call_hours",
+        """
+        -- The tool calls summed per hour x session x tool x status, rebuilt per session with
+        -- its signals (helixd/store/tool_rollup.py): the dashboard's tool figures read this,
+        -- not every call.  Hour -1: calls of unknown or impossible time (ts NULL or <= 0).
+        CREATE TABLE tool_call_hours (
+            hour INTEGER NOT NULL,
+            session_id INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            status TEXT NOT NULL,
+            calls INTEGER NOT NULL,
+            timed INTEGER NOT NULL,
+            sum_ms INTEGER NOT NULL,
+            max_ms INTEGER,
+            PRIMARY KEY (hour, session_id, tool, status)
+        ) WITHOUT ROWID;
+        CREATE INDEX tool_call_hours_session ON tool_call_hours (session_id);
+        INSERT INTO tool_call_hours
+            SELECT CASE WHEN ts > 0 THEN ts / 3600000 ELSE -1 END, session_id, tool, status,
+                count(*), count(duration_ms), coalesce(sum(duration_ms), 0), max(duration_ms)
+            FROM tool_calls GROUP BY 1, 2, 3, 4;
+        """,
+    ),
     ("m016_recorded_cost", _recorded_cost()),
 )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from helixd.core.signals import Signals
+from helixd.store import tool_rollup
 
 _TABLES: Final = ("tool_calls", "test_runs", "file_operations", "session_signals")
 TARGET_CHARS: Final = 500
@@ -42,6 +43,7 @@ def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]
             for c in sig.tool_calls
         ],
     )
+    tool_rollup.refresh(con, [sid for sid, _ in items])
     con.executemany(
         "INSERT OR REPLACE INTO test_runs (session_id, call_seq, result_seq, ts, command,"
         " framework, passed, failed, skipped, status, duration_ms)"

@@ -1,6 +1,8 @@
 """The JSON endpoints of code-o11y §API (field names: ``docs/web.md``; schema:
 ``/api/openapi.json``).  Each one parses its parameters (``params.py``), makes one call into
-``helixd.query`` in a worker thread and returns what it got as JSON."""
+``helixd.query`` in a worker thread and returns what it got as JSON.  The query layer is
+imported by the first request that needs it, not with the server: an idle daemon with the
+server on holds ~2 MB less."""
 
 from __future__ import annotations
 
@@ -16,12 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from helixd import __version__
-from helixd.query import detail, metrics, search, sessions, status, transcript
 from helixd.web import params
 from helixd.web.reads import Reads
 from helixd.web.security import TOKEN_HEADER, token_ok
 
-PAGE_EVENTS: Final = 200
+PAGE_EVENTS: Final = 100  # a page of events up front: each costs a re-read of its raw line
 CSV_COLUMNS: Final = (
     "uid", "agent", "repo", "model", "display_title", "started_at_iso", "ended_at_iso",
     "messages", "events", "tokens", "cost_usd", "outcome",
@@ -55,6 +56,8 @@ class Api:
 
     # -- sessions ------------------------------------------------------------------------
     async def sessions(self, request: Request) -> Response:
+        from helixd.query import sessions
+
         f = params.filters(request.query_params, default_range="all")
         limit, offset = params.page(request.query_params)
         fmt = params.choice(request.query_params, "format", ("json", "csv"), "json")
@@ -75,6 +78,8 @@ class Api:
         )
 
     async def _session(self, request: Request) -> tuple[dict[str, Any] | None, Response | None]:
+        from helixd.query import sessions
+
         ref = request.path_params["uid"]
         res = await self.reads.run(sessions.resolve, ref)
         if res.status == "none":
@@ -84,6 +89,8 @@ class Api:
         return res.session, None
 
     async def session(self, request: Request) -> Response:
+        from helixd.query import detail, sessions
+
         ref = request.path_params["uid"]
         found = await self.reads.run(sessions.lookup, ref)
         res = found.resolution
@@ -106,6 +113,8 @@ class Api:
         )
 
     async def messages(self, request: Request) -> Response:
+        from helixd.query import detail, transcript
+
         s, err = await self._session(request)
         if err is not None:
             return err
@@ -142,6 +151,8 @@ class Api:
         )
 
     async def tool_calls(self, request: Request) -> Response:
+        from helixd.query import detail
+
         s, err = await self._session(request)
         if err is not None:
             return err
@@ -151,6 +162,8 @@ class Api:
         return JSON({"session_uid": s["uid"], "tool_calls": calls, "file_operations": ops})
 
     async def raw(self, request: Request) -> Response:
+        from helixd.query import transcript
+
         s, err = await self._session(request)
         if err is not None:
             return err
@@ -178,6 +191,8 @@ class Api:
 
     # -- search --------------------------------------------------------------------------
     async def search(self, request: Request) -> Response:
+        from helixd.query import search
+
         q = request.query_params
         f = params.filters(q, default_range="all")
         limit, offset = params.page(q, 20)
@@ -201,6 +216,8 @@ class Api:
 
     # -- metrics -------------------------------------------------------------------------
     async def metric(self, request: Request) -> Response:
+        from helixd.query import metrics
+
         name = request.path_params["name"]
         q = request.query_params
         f = params.filters(q)
@@ -235,6 +252,8 @@ class Api:
 
     # -- system --------------------------------------------------------------------------
     async def health(self, request: Request) -> Response:
+        from helixd.query import status
+
         ok = True
         try:
             await self.reads.run(status.reachable)
@@ -243,6 +262,8 @@ class Api:
         return JSON({"ok": ok, "version": __version__})
 
     async def status(self, request: Request) -> Response:
+        from helixd.query import status
+
         facts = await self.reads.run(status.store_facts)
         facts.pop("files", None)  # every tracked file's cursor: `helixctl status` has them
         return JSON(

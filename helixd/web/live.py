@@ -28,7 +28,6 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from helixd.core.commits import REBUILD, Commit
-from helixd.query import detail, metrics
 from helixd.web.reads import Reads
 
 log = structlog.get_logger("helixd.web")
@@ -85,6 +84,8 @@ class LiveFeed:
     async def _broadcast_for(self, batch: list[Commit]) -> None:
         if not self._clients:
             return
+        from helixd.query import detail, metrics
+
         new: dict[str, None] = {}
         updated: dict[str, None] = {}
         for c in batch:

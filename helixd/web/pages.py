@@ -20,7 +20,7 @@ from helixd.web.reads import Reads
 from helixd.web.render import environment, money, session_url, shape
 
 HERE = Path(__file__).parent
-PAGE_EVENTS: Final = 100
+PAGE_EVENTS: Final = 50  # events the session page renders up front (more on scroll)
 VIEWS: Final = (
     ("overview", "/", "Overview"),
     ("sessions", "/sessions", "Sessions"),

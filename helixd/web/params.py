@@ -11,15 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode
 
 from starlette.datastructures import QueryParams
 
 from helixd.adapters import REGISTRY
 from helixd.core.when import HELP, BadTime, parse_when
-from helixd.query.metrics import Scope
-from helixd.query.sessions import SessionFilter
+
+if TYPE_CHECKING:  # the query layer loads at the first request, not with the server
+    from helixd.query.metrics import Scope
+    from helixd.query.sessions import SessionFilter
 
 RANGES: Final = {"24h": 86_400, "7d": 7 * 86_400, "30d": 30 * 86_400, "90d": 90 * 86_400,
                  "1y": 365 * 86_400, "all": None}  # fmt: skip
@@ -54,9 +56,13 @@ class Filters:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def scope(self) -> Scope:
+        from helixd.query.metrics import Scope
+
         return Scope(self.since, self.until, self.agents, self.repo, self.model)
 
     def sessions(self) -> SessionFilter:
+        from helixd.query.sessions import SessionFilter
+
         return SessionFilter(
             agents=self.agents,
             repo=self.repo,
