@@ -44,6 +44,21 @@ async def push_once(db: Path, tgt: Target, **kw: Any) -> Any:
         await store.close()
 
 
+def add_hooks(db: Path, n: int, prefix: str = "pytest -q") -> None:
+    """``n`` hook events into the store, as the daemon saves them."""
+    from helixd.store import hook_events
+
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        for i in range(n):
+            what, tool = ("bash", "Bash") if i % 2 == 0 else ("edit", "Edit")
+            row = (1_760_000_000_000 + i, "claude", f"native-{i % 3}", what, tool, f"call-{i}",
+                   f"{prefix} tests/test_{i}.py")  # fmt: skip
+            hook_events.save(con, row)
+    finally:
+        con.close()
+
+
 def local(db: Path, sql: str, params: Any = ()) -> list[Any]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:

@@ -10,21 +10,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helixd.store import attribution, hook_events, outbox
+from helixd.store import attribution, outbox
 from helixd.store.database import Store, now_ms
-from tests.fleet.helpers import local, push_once, server, target, tier2_local, tier2_server
-
-
-def _add_hooks(db: Path, n: int, prefix: str = "pytest -q") -> None:
-    con = sqlite3.connect(db, isolation_level=None)
-    try:
-        for i in range(n):
-            what, tool = ("bash", "Bash") if i % 2 == 0 else ("edit", "Edit")
-            row = (1_760_000_000_000 + i, "claude", f"native-{i % 3}", what, tool, f"call-{i}",
-                   f"{prefix} tests/test_{i}.py")  # fmt: skip
-            hook_events.save(con, row)
-    finally:
-        con.close()
+from tests.fleet.helpers import (
+    add_hooks,
+    local,
+    push_once,
+    server,
+    target,
+    tier2_local,
+    tier2_server,
+)
 
 
 def _attribute(db: Path) -> None:
@@ -40,7 +36,7 @@ def test_hook_events_acceptance_and_attribution_are_mirrored_once(
     make_store: Any, pg_db: str
 ) -> None:
     db = make_store("both")
-    _add_hooks(db, 7)
+    add_hooks(db, 7)
     _attribute(db)
     tgt = target(pg_db, batch_rows=40)
     asyncio.run(push_once(db, tgt))
@@ -70,7 +66,7 @@ def test_hook_events_acceptance_and_attribution_are_mirrored_once(
     assert server(pg_db, "SELECT id, xmin::text FROM helix.hook_events ORDER BY id") == versions
 
     # new hook events follow; one deleted here is deleted there
-    _add_hooks(db, 2, prefix="make lint")
+    add_hooks(db, 2, prefix="make lint")
     con = sqlite3.connect(db)
     with con:
         con.execute("DELETE FROM hook_events WHERE id = 1")
@@ -83,8 +79,8 @@ def test_hook_events_acceptance_and_attribution_are_mirrored_once(
 
 def test_two_machines_hook_events_and_acceptance_sum(make_store: Any, pg_db: str) -> None:
     a, b = make_store("both", "a"), make_store("claude", "b")
-    _add_hooks(a, 5)
-    _add_hooks(b, 3)
+    add_hooks(a, 5)
+    add_hooks(b, 3)
     asyncio.run(push_once(a, target(pg_db, "a")))
     asyncio.run(push_once(b, target(pg_db, "b", user="bob")))
     for sql_local, sql_server in (
@@ -110,7 +106,7 @@ def test_a_store_that_pushed_before_m020_sends_the_new_columns_of_rows_sent(
     """As after an upgrade: the server holds the rows without the new columns (as pushed by
     a Helix before m020); the store's m020 enqueues them once, and the next push fills them."""
     db = make_store("both")
-    _add_hooks(db, 4)
+    add_hooks(db, 4)
     tgt = target(pg_db)
     asyncio.run(push_once(db, tgt))
     server(
@@ -161,5 +157,5 @@ def test_m020_enqueues_nothing_when_the_mirror_is_off(make_store: Any) -> None:
         await (await Store.open(db)).close()
 
     asyncio.run(reopen())
-    _add_hooks(db, 2)
+    add_hooks(db, 2)
     assert local(db, "SELECT count(*) FROM fleet_outbox") == [(0,)]

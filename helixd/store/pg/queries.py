@@ -247,3 +247,61 @@ def stats(
         )
     ]
     return out
+
+
+# -- the dashboard pointed at the fleet (helixd/web/fleet.py) --------------------------------
+def _machine_where(machines: Sequence[str], users: Sequence[str]) -> tuple[str, list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    _filters(where, params, machines=machines, users=users)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def acceptance(
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``(machine_id, edits, accepted, rejected, unknown)`` per machine: the file operations
+    by ``accepted`` (1 applied, 0 rejected or interrupted, NULL no verdict)."""
+    where, params = _machine_where(machines, users)
+    return conn.execute(
+        "SELECT f.machine_id, count(*), count(*) FILTER (WHERE f.accepted = 1),"
+        " count(*) FILTER (WHERE f.accepted = 0), count(*) FILTER (WHERE f.accepted IS NULL)"
+        " FROM helix.file_operations f JOIN helix.machines m ON m.machine_id = f.machine_id"
+        f"{where} GROUP BY f.machine_id",
+        params,
+    ).fetchall()
+
+
+def hook_activity(
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``(machine_id, what, tool, events)``: what the agents' hooks reported, per machine."""
+    where, params = _machine_where(machines, users)
+    return conn.execute(
+        "SELECT h.machine_id, h.what, h.tool, count(*) FROM helix.hook_events h"
+        f" JOIN helix.machines m ON m.machine_id = h.machine_id{where}"
+        " GROUP BY 1, 2, 3 ORDER BY 4 DESC, 2, 3",
+        params,
+    ).fetchall()
+
+
+def session_holders(conn: Conn, uid: str) -> list[tuple[Any, ...]]:
+    """``(machine_id, include_text, agent, repo, model, title, started_at, ended_at, messages,
+    events)`` of every machine holding session ``uid``."""
+    return conn.execute(
+        "SELECT s.machine_id, m.include_text, s.agent, s.repo, s.model, s.title, s.started_at,"
+        " s.ended_at, s.messages, s.events FROM helix.sessions s"
+        " JOIN helix.machines m ON m.machine_id = s.machine_id WHERE s.uid = %s"
+        " ORDER BY m.name, s.machine_id",
+        (uid,),
+    ).fetchall()
+
+
+def session_events(conn: Conn, machine_id: Any, uid: str, limit: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, kind, role, tool, summary)`` of the first ``limit`` events a machine sent
+    of session ``uid`` (only machines with ``include_text`` send any)."""
+    return conn.execute(
+        "SELECT seq, ts, kind, role, tool, summary FROM helix.events"
+        " WHERE machine_id = %s AND session_uid = %s ORDER BY seq LIMIT %s",
+        (machine_id, uid, limit),
+    ).fetchall()
