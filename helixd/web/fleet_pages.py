@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from helixd import __version__
-from helixd.web.render import compact, environment, money, pct
+from helixd.web.render import compact, environment, money, pct, when
 
 if TYPE_CHECKING:
     from helixd.web.fleet import FleetApi, FleetFilter
@@ -91,9 +91,9 @@ class FleetPages:
         stats = await self.api.stats(f, 10)
         fleet_table = Table(
             "Machines",
-            ("machine", "user", "sessions", "last push", "sends text", "Helix"),
+            ("machine", "user", "sessions stored", "last push (UTC)", "sends text", "Helix"),
             [
-                [m["machine"], m["user"], m["sessions"], m["last_push_at"] or "—",
+                [m["machine"], m["user"], m["sessions"], when(m["last_push_at"]),
                  "yes" if m["include_text"] else "no", m["version"] or "—"]
                 for m in machines
                 if (not f.machines or m["machine"] in f.machines)
