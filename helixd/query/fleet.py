@@ -153,13 +153,19 @@ def stats(
 
 
 def acceptance(
-    conn: Conn, machine_names: Sequence[str] = (), users: Sequence[str] = ()
+    conn: Conn,
+    machine_names: Sequence[str] = (),
+    users: Sequence[str] = (),
+    since: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Edit acceptance per machine: file operations applied, rejected (or interrupted), with
-    no verdict, and the share applied of those with one (None when none has)."""
+    """Edit acceptance per machine (of the file operations since ``since`` ms, when given):
+    applied, rejected (or interrupted), with no verdict, and the share applied of those with
+    one (None when none has)."""
     shown = labels(conn)
     out = []
-    for mid, edits, accepted, rejected, unknown in queries.acceptance(conn, machine_names, users):
+    for mid, edits, accepted, rejected, unknown in queries.acceptance(
+        conn, machine_names, users, since
+    ):
         if mid not in shown:
             continue
         judged = accepted + rejected
@@ -178,13 +184,17 @@ def acceptance(
 
 
 def hook_activity(
-    conn: Conn, machine_names: Sequence[str] = (), users: Sequence[str] = ()
+    conn: Conn,
+    machine_names: Sequence[str] = (),
+    users: Sequence[str] = (),
+    since: int | None = None,
 ) -> list[dict[str, Any]]:
-    """What the agents' hooks reported (shell commands, edits), per machine and tool."""
+    """What the agents' hooks reported (shell commands, edits; since ``since`` ms, when
+    given), per machine and tool."""
     shown = labels(conn)
     return [
         {"machine": shown[mid][0], "user": shown[mid][1], "what": what, "tool": tool, "events": n}
-        for mid, what, tool, n in queries.hook_activity(conn, machine_names, users)
+        for mid, what, tool, n in queries.hook_activity(conn, machine_names, users, since)
         if mid in shown
     ]
 

@@ -49,6 +49,8 @@ VIEWS: Final = (
 )
 PERIODS: Final = ("daily", "weekly", "monthly", "session")
 MAX_DAYS: Final = 3660
+SESSIONS_SHOWN: Final = 500  # the Sessions view's default page (?limit=, at most MAX_SHOWN)
+MAX_SHOWN: Final = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +139,20 @@ class FleetFilter:
         return "?" + urlencode(pairs) if pairs else ""
 
 
-def _top(q: QueryParams) -> int:
-    raw = q.get("top") or "50"
-    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-        raise BadParam("top: a whole number from 1 to 1000")
+def _count(q: QueryParams, name: str, default: int, most: int) -> int:
+    raw = q.get(name) or str(default)
+    if not raw.isdigit() or not 1 <= int(raw) <= most:
+        raise BadParam(f"{name}: a whole number from 1 to {most}")
     return int(raw)
+
+
+def _top(q: QueryParams) -> int:
+    return _count(q, "top", 50, 1000)
+
+
+def shown_sessions(q: QueryParams) -> int:
+    """How many sessions the Sessions view lists (the latest first)."""
+    return _count(q, "limit", SESSIONS_SHOWN, MAX_SHOWN)
 
 
 class FleetApi:
@@ -164,10 +175,10 @@ class FleetApi:
         return await self.reads.run(fleet.report, q, self.prices[1], f.machines, f.users)
 
     async def acceptance(self, f: FleetFilter) -> list[dict[str, Any]]:
-        return await self.reads.run(fleet.acceptance, f.machines, f.users)
+        return await self.reads.run(fleet.acceptance, f.machines, f.users, f.since_ms())
 
     async def hooks(self, f: FleetFilter) -> list[dict[str, Any]]:
-        return await self.reads.run(fleet.hook_activity, f.machines, f.users)
+        return await self.reads.run(fleet.hook_activity, f.machines, f.users, f.since_ms())
 
     async def session(self, uid: str) -> list[dict[str, Any]]:
         return await self.reads.run(fleet.session_text, uid)

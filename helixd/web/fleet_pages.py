@@ -54,7 +54,7 @@ class FleetPages:
             from helixd.web.fleet import FleetFilter
 
             f = FleetFilter.of(request.query_params)
-            tables = await build(f)
+            tables = await build(f, request)
             return await self._render(name, f, tables)
 
         return page
@@ -86,7 +86,7 @@ class FleetPages:
         )  # fmt: skip
 
     # -- the views -------------------------------------------------------------------------
-    async def _overview(self, f: FleetFilter) -> list[Table]:
+    async def _overview(self, f: FleetFilter, request: Request) -> list[Table]:
         machines = await self.api.machines()
         stats = await self.api.stats(f, 10)
         fleet_table = Table(
@@ -109,19 +109,25 @@ class FleetPages:
             _spend("By model", "model", stats["by_model"], "by-model"),
         ]
 
-    async def _sessions(self, f: FleetFilter) -> list[Table]:
+    async def _sessions(self, f: FleetFilter, request: Request) -> list[Table]:
+        from helixd.web.fleet import shown_sessions
+
+        limit = shown_sessions(request.query_params)
         doc = await self.api.report(f, "session")
+        latest = doc["sessions"][-limit:]
         rows = [
             [
                 (e["sessionId"], "/sessions/" + quote(e["sessionId"], safe=":")),
                 e["machine"], e["user"], e["agent"], e["projectPath"] or "—",
                 e["lastActivity"] or "—", compact(e["totalTokens"]), money(e["totalCost"]),
             ]
-            for e in reversed(doc["sessions"])
+            for e in reversed(latest)
         ]  # fmt: skip
+        total = len(doc["sessions"])
+        title = f"Sessions ({total})" if total <= limit else f"The latest {limit} of {total}"
         return [
             Table(
-                f"Sessions ({len(rows)})",
+                title,
                 ("session", "machine", "user", "agent", "project", "last activity", "tokens",
                  "cost"),
                 rows,
@@ -129,7 +135,7 @@ class FleetPages:
             )
         ]  # fmt: skip
 
-    async def _costs(self, f: FleetFilter) -> list[Table]:
+    async def _costs(self, f: FleetFilter, request: Request) -> list[Table]:
         doc = await self.api.report(f, "daily")
         days = [
             [
@@ -149,7 +155,7 @@ class FleetPages:
             Table("By day (UTC)", ("day", "tokens", "cost", "machines"), days, "cost-days"),
         ]
 
-    async def _tools(self, f: FleetFilter) -> list[Table]:
+    async def _tools(self, f: FleetFilter, request: Request) -> list[Table]:
         stats = await self.api.stats(f, 50)
         hooks = await self.api.hooks(f)
         tools = [
@@ -168,7 +174,7 @@ class FleetPages:
             ),
         ]  # fmt: skip
 
-    async def _files(self, f: FleetFilter) -> list[Table]:
+    async def _files(self, f: FleetFilter, request: Request) -> list[Table]:
         stats = await self.api.stats(f, 50)
         acc = await self.api.acceptance(f)
         return [
@@ -188,7 +194,7 @@ class FleetPages:
             ),
         ]  # fmt: skip
 
-    async def _tests(self, f: FleetFilter) -> list[Table]:
+    async def _tests(self, f: FleetFilter, request: Request) -> list[Table]:
         stats = await self.api.stats(f, 50)
         rows = [
             [fw, v["runs"], v["passed"], v["failed"], v["tests_passed"], v["tests_failed"],

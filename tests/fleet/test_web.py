@@ -7,11 +7,13 @@ real Chromium without a console error."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -103,12 +105,16 @@ def _local_acceptance(db: Path) -> tuple[int, int]:
     return doc["total"]["accepted"], doc["total"]["rejected"]
 
 
-def _hooks(db: Path) -> int:
+def _rows(db: Path, sql: str) -> list[Any]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return int(con.execute("SELECT count(*) FROM hook_events").fetchone()[0])
+        return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def _hooks(db: Path) -> int:
+    return int(_rows(db, "SELECT count(*) FROM hook_events")[0][0])
 
 
 def test_fleet_api_answers_are_the_sums_of_the_machines_own(fleet_web: Fleet) -> None:
@@ -164,6 +170,18 @@ def test_fleet_api_answers_are_the_sums_of_the_machines_own(fleet_web: Fleet) ->
     assert sum(h["events"] for h in hooks) == _hooks(f.a) + _hooks(f.b) == 8
     assert {h["machine"] for h in f.get("/api/hooks?user=alice")["hook_activity"]} == {"laptop"}
 
+    # days: only what happened since then (the hook events here are from October 2025)
+    assert f.get("/api/hooks?days=1")["hook_activity"] == []
+    # a window that cuts the fixtures' edits in two: from the day of the median edit
+    times = sorted(
+        t for db in (f.a, f.b) for (t,) in _rows(db, "SELECT ts FROM file_operations") if t
+    )
+    days = math.ceil((time.time() * 1000 - times[len(times) // 2]) / 86_400_000)
+    since = int((time.time() - days * 86400) * 1000)
+    recent = sum(1 for t in times if t >= since)
+    assert 0 < recent < len(times)
+    assert sum(m["edits"] for m in f.get(f"/api/acceptance?days={days}")["machines"]) == recent
+
 
 def test_a_session_shows_its_text_only_from_a_machine_that_ships_it(fleet_web: Fleet) -> None:
     f = fleet_web
@@ -194,7 +212,7 @@ def test_fleet_pages_and_bad_parameters(fleet_web: Fleet) -> None:
         "ci-runner"
         not in f.get("/?machine=laptop").split('id="by-machine"')[1].split("</section>")[0]
     )
-    for bad in ("/api/stats?days=x", "/api/stats?top=0", "/costs?days=-1"):
+    for bad in ("/api/stats?days=x", "/api/stats?top=0", "/costs?days=-1", "/sessions?limit=0"):
         with pytest.raises(HTTPError) as err:
             f.get(bad)
         assert err.value.code == 400, bad

@@ -250,19 +250,26 @@ def stats(
 
 
 # -- the dashboard pointed at the fleet (helixd/web/fleet.py) --------------------------------
-def _machine_where(machines: Sequence[str], users: Sequence[str]) -> tuple[str, list[Any]]:
+def _machine_where(
+    machines: Sequence[str], users: Sequence[str], since: int | None = None, at: str = ""
+) -> tuple[str, list[Any]]:
+    """The machine and user filters (alias ``m``), and ``at >= since`` (ms) when given."""
     where: list[str] = []
     params: list[Any] = []
     _filters(where, params, machines=machines, users=users)
+    if since is not None:
+        where.append(f"{at} >= %s")
+        params.append(since)
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def acceptance(
-    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = ()
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = (), since: int | None = None
 ) -> list[tuple[Any, ...]]:
     """``(machine_id, edits, accepted, rejected, unknown)`` per machine: the file operations
-    by ``accepted`` (1 applied, 0 rejected or interrupted, NULL no verdict)."""
-    where, params = _machine_where(machines, users)
+    (since ``since`` ms, when given) by ``accepted`` (1 applied, 0 rejected or interrupted,
+    NULL no verdict)."""
+    where, params = _machine_where(machines, users, since, "f.ts")
     return conn.execute(
         "SELECT f.machine_id, count(*), count(*) FILTER (WHERE f.accepted = 1),"
         " count(*) FILTER (WHERE f.accepted = 0), count(*) FILTER (WHERE f.accepted IS NULL)"
@@ -273,10 +280,11 @@ def acceptance(
 
 
 def hook_activity(
-    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = ()
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = (), since: int | None = None
 ) -> list[tuple[Any, ...]]:
-    """``(machine_id, what, tool, events)``: what the agents' hooks reported, per machine."""
-    where, params = _machine_where(machines, users)
+    """``(machine_id, what, tool, events)``: what the agents' hooks reported (since ``since``
+    ms, when given), per machine."""
+    where, params = _machine_where(machines, users, since, "h.at")
     return conn.execute(
         "SELECT h.machine_id, h.what, h.tool, count(*) FROM helix.hook_events h"
         f" JOIN helix.machines m ON m.machine_id = h.machine_id{where}"
