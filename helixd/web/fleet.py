@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
+import psycopg
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
@@ -79,18 +80,35 @@ class FleetReads:
         self._all: list[Any] = []
         self._lock = threading.Lock()
 
-    def connection(self) -> Any:
+    def connection(self) -> tuple[Any, bool]:
+        """This thread's connection, and whether it was opened just now."""
         conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = fleet.open_fleet(self.o.dsn, self.o.password, self.o.connect_timeout)
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        return conn
+        if conn is not None and not conn.closed:
+            return conn, False
+        conn = fleet.open_fleet(self.o.dsn, self.o.password, self.o.connect_timeout)
+        self._local.conn = conn
+        with self._lock:
+            self._all = [c for c in self._all if not c.closed]
+            self._all.append(conn)
+        return conn, True
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` in a worker thread.  A connection the server dropped (a
+        restart, a network cut) is closed and the read tried once more on a new one (reads
+        change nothing); when that fails too the request gets FleetDbError (503)."""
+
         def call() -> T:
-            return fn(self.connection(), *args)
+            while True:
+                conn, fresh = self.connection()
+                try:
+                    return fn(conn, *args)
+                except psycopg.OperationalError as exc:
+                    self._local.conn = None
+                    conn.close()
+                    if fresh:
+                        text = str(exc).strip()
+                        reason = text.splitlines()[0] if text else "connection lost"
+                        raise fleet.FleetDbError(f"the fleet database: {reason}") from None
 
         return await anyio.to_thread.run_sync(call, limiter=self.limiter)
 

@@ -7,6 +7,7 @@ real Chromium without a console error."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import shutil
@@ -48,6 +49,31 @@ class Fleet:
             return orjson.loads(body) if path.startswith("/api/") else body.decode()
 
 
+@contextlib.contextmanager
+def serving(db: Path, dsn: str, password: str | None = None) -> Iterator[str]:
+    """``helixctl web --fleet`` as a real process on any free port: its URL."""
+    extra = {"HELIX_FLEET__DSN": dsn, **({"HELIX_FLEET_PASSWORD": password} if password else {})}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helixd.cli.main", "web", "--fleet", "--port", "0", "--no-open"],
+        env=cli_env(db.parent, db, **extra),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        assert first.startswith("http://127.0.0.1:"), (first, proc.stderr.read())
+        yield first.strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
 @pytest.fixture
 def fleet_web(make_store: Any, pg_server: Cluster, pg_db: str) -> Iterator[Fleet]:
     dbname = pg_db.split("dbname=")[1].split()[0]
@@ -63,30 +89,10 @@ def fleet_web(make_store: Any, pg_server: Cluster, pg_db: str) -> Iterator[Fleet
     # (the pushes migrate, and grant the tables to helix_reader, which exists now)
     asyncio.run(push_once(a, target(pg_db, "laptop", user="alice")))
     asyncio.run(push_once(b, target(pg_db, "ci-runner", user="bot", include_text=True)))
-    env = cli_env(
-        a.parent, a, HELIX_FLEET__DSN=pg_server.dsn(dbname, reader), HELIX_FLEET_PASSWORD=SECRET
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "helixd.cli.main", "web", "--fleet", "--port", "0", "--no-open"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first, proc.stderr.read() if proc.stderr else ""
-        assert first.startswith("http://127.0.0.1:"), first
-        yield Fleet(first.strip(), a, b, pg_db)
+        with serving(a, pg_server.dsn(dbname, reader), SECRET) as url:
+            yield Fleet(url, a, b, pg_db)
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
         pg_server.sql(f"DROP OWNED BY {reader} CASCADE", dbname)
         pg_server.sql(f"DROP ROLE {reader}")
 
@@ -245,6 +251,28 @@ def test_web_fleet_needs_a_readable_fleet(make_store: Any, pg_server: Cluster) -
     none = subprocess.run(run, env=cli_env(db.parent, db), cwd=REPO, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert none.returncode == 2 and "no fleet database configured" in none.stderr
+
+
+def test_a_fleet_server_that_restarts_is_503_then_read_again(
+    make_store: Any, pg_own: Cluster
+) -> None:
+    pg_own.sql("CREATE DATABASE fleet")
+    db = make_store("claude")
+    asyncio.run(push_once(db, target(pg_own.dsn("fleet"), "laptop")))
+    with serving(db, pg_own.dsn("fleet")) as url:
+        f = Fleet(url, db, db, pg_own.dsn("fleet"))
+        assert [m["machine"] for m in f.get("/api/machines")["machines"]] == ["laptop"]
+        pg_own.stop()
+        for path in ("/api/machines", "/api/health", "/tools"):
+            with pytest.raises(HTTPError) as down:
+                f.get(path)
+            assert down.value.code == 503, path
+            body = down.value.read().decode()
+            down.value.close()
+            assert "fleet database" in body or "cannot connect" in body, (path, body)
+        pg_own.start()
+        assert [m["machine"] for m in f.get("/api/machines")["machines"]] == ["laptop"]
+        assert "laptop" in f.get("/tools")
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
