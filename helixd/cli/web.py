@@ -33,7 +33,10 @@ def _desktop() -> bool:
 @click.option("--dsn", default=None, help="With --fleet: this connection string instead.")
 @click.option("--host", default=None, help="With --fleet: the address to listen on.")
 @click.option(
-    "--port", type=click.IntRange(0, 65535), default=7778, help="With --fleet (0: any free)."
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="With --fleet: the port to listen on (default 7778; 0: any free).",
 )
 @click.pass_context
 def web(
@@ -43,17 +46,17 @@ def web(
     fleet: bool,
     dsn: str | None,
     host: str | None,
-    port: int,
+    port: int | None,
 ) -> None:
     """Print the address of the dashboard and HTTP API that helixd serves (loopback), and open
     it in a browser on a desktop.  Exit 3 when the daemon is not running or serves no web
     face (`[web] enabled = false`, or its port was taken: see its log).  With --fleet: serve
     the fleet's dashboard instead (exit 3 when the fleet database cannot be read)."""
     if fleet:
-        _serve_fleet(ctx, dsn, host, port, no_open, as_json)
+        _serve_fleet(ctx, dsn, host, 7778 if port is None else port, no_open, as_json)
         return
-    if dsn or host:
-        raise click.UsageError("--dsn and --host need --fleet")
+    if dsn or host or port is not None:
+        raise click.UsageError("--dsn, --host and --port need --fleet")
     from helixd.daemon.pidlock import holder
     from helixd.daemon.status import StatusFile
 

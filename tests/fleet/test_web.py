@@ -251,6 +251,15 @@ def test_web_fleet_needs_a_readable_fleet(make_store: Any, pg_server: Cluster) -
     none = subprocess.run(run, env=cli_env(db.parent, db), cwd=REPO, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert none.returncode == 2 and "no fleet database configured" in none.stderr
+    mixed = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", "web", "--port", "0"],
+        env=cli_env(db.parent, db),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert mixed.returncode == 2 and "need --fleet" in mixed.stderr
 
 
 def test_a_fleet_server_that_restarts_is_503_then_read_again(
