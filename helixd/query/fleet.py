@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -145,10 +145,13 @@ def stats(
     prices: Prices,
     machine_names: Sequence[str] = (),
     users: Sequence[str] = (),
+    parts: Collection[str] = queries.STATS_PARTS,
 ) -> dict[str, Any]:
-    """``query.stats.stats`` over the fleet, with ``by_machine`` and ``by_user``."""
+    """``query.stats.stats`` over the fleet, with ``by_machine`` and ``by_user``; only the
+    ``parts`` of ``queries.STATS_PARTS`` asked for are read (the rest of the document is
+    empty)."""
     shown = labels(conn)
-    raw = queries.stats(conn, since, top, machine_names, users)
+    raw = queries.stats(conn, since, top, machine_names, users, parts)
     return shape(raw, since, top, prices, lambda mid: shown[mid])
 
 

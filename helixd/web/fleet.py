@@ -183,10 +183,14 @@ class FleetApi:
     async def machines(self) -> list[dict[str, Any]]:
         return await self.reads.run(fleet.machines)
 
-    async def stats(self, f: FleetFilter, top: int) -> dict[str, Any]:
-        return await self.reads.run(
-            fleet.stats, f.since_ms(), top, self.prices[1], f.machines, f.users
-        )
+    async def stats(
+        self, f: FleetFilter, top: int, parts: tuple[str, ...] | None = None
+    ) -> dict[str, Any]:
+        """The fleet's stats (all of them, or only ``parts``: what a view shows)."""
+        args = (f.since_ms(), top, self.prices[1], f.machines, f.users)
+        if parts is None:
+            return await self.reads.run(fleet.stats, *args)
+        return await self.reads.run(fleet.stats, *args, parts)
 
     async def report(self, f: FleetFilter, period: str) -> dict[str, Any]:
         q = ReportQuery(period=period, first_day=f.first_day(), tz=UTC)

@@ -88,7 +88,7 @@ class FleetPages:
     # -- the views -------------------------------------------------------------------------
     async def _overview(self, f: FleetFilter, request: Request) -> list[Table]:
         machines = await self.api.machines()
-        stats = await self.api.stats(f, 10)
+        stats = await self.api.stats(f, 10, ("sessions", "usage", "model_sessions"))
         fleet_table = Table(
             "Machines",
             ("machine", "user", "sessions stored", "last push (UTC)", "sends text", "Helix"),
@@ -156,7 +156,7 @@ class FleetPages:
         ]
 
     async def _tools(self, f: FleetFilter, request: Request) -> list[Table]:
-        stats = await self.api.stats(f, 50)
+        stats = await self.api.stats(f, 50, ("tools",))
         hooks = await self.api.hooks(f)
         tools = [
             [t["tool"], t["calls"], t["errors"], t["rejected"], t["interrupted"],
@@ -175,7 +175,7 @@ class FleetPages:
         ]  # fmt: skip
 
     async def _files(self, f: FleetFilter, request: Request) -> list[Table]:
-        stats = await self.api.stats(f, 50)
+        stats = await self.api.stats(f, 50, ("files",))
         acc = await self.api.acceptance(f)
         return [
             Table(
@@ -195,7 +195,7 @@ class FleetPages:
         ]  # fmt: skip
 
     async def _tests(self, f: FleetFilter, request: Request) -> list[Table]:
-        stats = await self.api.stats(f, 50)
+        stats = await self.api.stats(f, 50, ("tests",))
         rows = [
             [fw, v["runs"], v["passed"], v["failed"], v["tests_passed"], v["tests_failed"],
              pct(v["pass_rate"]) if v["pass_rate"] is not None else "—"]

@@ -151,6 +151,27 @@ def test_fleet_api_answers_are_the_sums_of_the_machines_own(fleet_web: Fleet) ->
     assert set(stats["by_machine"]) == {"laptop", "ci-runner"}
     assert set(stats["by_user"]) == {"alice", "bot"}
 
+    # a view asks only for the part it shows: the same numbers, nothing else read
+    from helixd.prices import effective
+    from helixd.query import fleet as fleet_query
+
+    conn = fleet_query.open_fleet(f.dsn, None)
+    try:
+        table = effective(None, {})[1]
+        whole = fleet_query.stats(conn, None, 1000, table)
+        for part in ("tools", "files", "tests"):
+            alone = fleet_query.stats(conn, None, 1000, table, parts=(part,))
+            assert alone[part] == whole[part] and alone[part], part
+            assert not alone["by_model"] and not alone["by_machine"], part
+        overview = fleet_query.stats(
+            conn, None, 1000, table, parts=("sessions", "usage", "model_sessions")
+        )
+        for key in ("by_machine", "by_user", "by_agent", "by_model"):
+            assert overview[key] == whole[key], key
+        assert not overview["tools"] and not overview["files"]
+    finally:
+        conn.close()
+
     # one machine or one user asked for: that machine's own answer
     only = f.get("/api/stats?top=1000&machine=laptop")
     assert {k: v["tokens"] for k, v in only["by_agent"].items()} == {
