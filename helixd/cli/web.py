@@ -1,5 +1,6 @@
 """``helixctl web``: the address of the dashboard the daemon serves, opened in a browser on a
-desktop."""
+desktop; ``helixctl web --fleet``: a read-only dashboard of the fleet's PostgreSQL, served by
+this command in the foreground."""
 
 from __future__ import annotations
 
@@ -23,11 +24,39 @@ def _desktop() -> bool:
 @click.command()
 @click.option("--no-open", is_flag=True, help="Print the address only.")
 @click.option("--json", "as_json", is_flag=True, help="Print {url, pid} as JSON.")
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="Serve a read-only dashboard of every machine of the fleet's PostgreSQL ([fleet] dsn,"
+    " a helix_reader role) here, in the foreground, until Ctrl-C.",
+)
+@click.option("--dsn", default=None, help="With --fleet: this connection string instead.")
+@click.option("--host", default=None, help="With --fleet: the address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="With --fleet: the port to listen on (default 7778; 0: any free).",
+)
 @click.pass_context
-def web(ctx: click.Context, no_open: bool, as_json: bool) -> None:
+def web(
+    ctx: click.Context,
+    no_open: bool,
+    as_json: bool,
+    fleet: bool,
+    dsn: str | None,
+    host: str | None,
+    port: int | None,
+) -> None:
     """Print the address of the dashboard and HTTP API that helixd serves (loopback), and open
     it in a browser on a desktop.  Exit 3 when the daemon is not running or serves no web
-    face (`[web] enabled = false`, or its port was taken: see its log)."""
+    face (`[web] enabled = false`, or its port was taken: see its log).  With --fleet: serve
+    the fleet's dashboard instead (exit 3 when the fleet database cannot be read)."""
+    if fleet:
+        _serve_fleet(ctx, dsn, host, 7778 if port is None else port, no_open, as_json)
+        return
+    if dsn or host or port is not None:
+        raise click.UsageError("--dsn, --host and --port need --fleet")
     from helixd.daemon.pidlock import holder
     from helixd.daemon.status import StatusFile
 
@@ -62,3 +91,53 @@ def web(ctx: click.Context, no_open: bool, as_json: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
+
+
+def _serve_fleet(
+    ctx: click.Context, dsn: str | None, host: str | None, port: int, no_open: bool, as_json: bool
+) -> None:
+    from helixd.cli.common import fail, prices
+    from helixd.cli.fleet import read_target
+    from helixd.fleet.target import Target
+    from helixd.query.fleet import FleetDbError, open_fleet
+    from helixd.web.fleet import FleetWebOptions, serve_fleet
+
+    settings = read_settings(ctx)
+    if dsn:
+        from helixd.fleet.secret import SecretError, read_password
+
+        try:
+            password = read_password(settings.fleet.password_file, os.environ)
+        except SecretError as exc:
+            fail(ctx, str(exc), 2)
+        target = Target(dsn=dsn, machine="-", user="-", password=password)
+    else:
+        target = read_target(ctx)
+    try:  # fail now, plainly, rather than on every page
+        open_fleet(target.dsn, target.password, target.connect_timeout).close()
+    except FleetDbError as exc:
+        fail(ctx, str(exc), EXIT_STORE)
+    options = FleetWebOptions(
+        dsn=target.dsn,
+        password=target.password,
+        connect_timeout=target.connect_timeout,
+        host=host or "127.0.0.1",
+        port=port,
+        prices=prices(ctx),
+    )
+
+    def listening(url: str) -> None:
+        if as_json:
+            echo_json({"url": url, "pid": os.getpid(), "source": "fleet"})
+        else:
+            click.echo(url)
+        sys.stdout.flush()
+        if not no_open and not as_json and _desktop():
+            import webbrowser
+
+            webbrowser.open(url)
+
+    try:
+        serve_fleet(options, listening)
+    except OSError as exc:
+        fail(ctx, f"cannot listen on {options.host}:{options.port}: {exc}", EXIT_STORE)

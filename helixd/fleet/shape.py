@@ -3,10 +3,14 @@
 Tier 2 goes as stored: sessions (agent, repo, working directory, branch, model, counts and
 times), usage facts and their 15-minute summaries, digests, and the signals (tool calls with
 their command or path, test runs with their command and counts, file operations with their
-path, errors by fingerprint, retries, interventions).  Conversation text does not, unless
-``fleet.include_text``: the session's title (the agent's own summary of the conversation)
-and the digest's copies of the conversation (``first_prompt``, ``last_assistant``, the error
-samples, the title) are blanked, and no event is read at all (``outbox.next_batch``).
+path and whether the edit was accepted, errors by fingerprint, retries, interventions), the
+sessions' attribution (repo root, domain, task reference, commit) and the hook events (the
+shell command or edited path an agent's hook reported, redacted and cut as stored: the same
+kind of text as a tool call's target, so sent with or without ``include_text``).
+Conversation text does not, unless ``fleet.include_text``: the session's title (the
+agent's own summary of the conversation) and the digest's copies of the conversation
+(``first_prompt``, ``last_assistant``, the error samples, the title) are blanked, and no event is
+read at all (``outbox.next_batch``).
 
 Every string is also made storable by PostgreSQL, which refuses NUL in ``text`` and
 ``jsonb``: NUL and lone surrogates become U+FFFD.
@@ -90,5 +94,6 @@ def for_server(batch: Tier2Batch, include_text: bool) -> Tier2Batch:
         buckets_gone=[_row(k) for k in batch.buckets_gone],
         signal_sessions=[clean(u) for u in batch.signal_sessions],
         signals={t: [_row(r) for r in rows] for t, rows in batch.signals.items()},
+        hooks=[_row(r) for r in batch.hooks],
         events=[_row(r) for r in batch.events] if include_text else [],
     )

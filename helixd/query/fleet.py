@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,16 @@ from helixd.store.pg import queries
 from helixd.store.pg.connect import FleetDbError, connect
 from helixd.store.pg.schema import check_readable
 
-__all__ = ["FleetDbError", "machines", "open_fleet", "report", "stats"]
+__all__ = [
+    "FleetDbError",
+    "acceptance",
+    "hook_activity",
+    "machines",
+    "open_fleet",
+    "report",
+    "session_text",
+    "stats",
+]
 
 Conn = psycopg.Connection[Any]
 
@@ -136,8 +145,108 @@ def stats(
     prices: Prices,
     machine_names: Sequence[str] = (),
     users: Sequence[str] = (),
+    parts: Collection[str] = queries.STATS_PARTS,
 ) -> dict[str, Any]:
-    """``query.stats.stats`` over the fleet, with ``by_machine`` and ``by_user``."""
+    """``query.stats.stats`` over the fleet, with ``by_machine`` and ``by_user``; only the
+    ``parts`` of ``queries.STATS_PARTS`` asked for are read (the rest of the document is
+    empty)."""
     shown = labels(conn)
-    raw = queries.stats(conn, since, top, machine_names, users)
+    raw = queries.stats(conn, since, top, machine_names, users, parts)
     return shape(raw, since, top, prices, lambda mid: shown[mid])
+
+
+def acceptance(
+    conn: Conn,
+    machine_names: Sequence[str] = (),
+    users: Sequence[str] = (),
+    since: int | None = None,
+) -> list[dict[str, Any]]:
+    """Edit acceptance per machine (of the file operations since ``since`` ms, when given):
+    applied, rejected (or interrupted), with no verdict, and the share applied of those with
+    one (None when none has)."""
+    shown = labels(conn)
+    out = []
+    for mid, edits, accepted, rejected, unknown in queries.acceptance(
+        conn, machine_names, users, since
+    ):
+        if mid not in shown:
+            continue
+        judged = accepted + rejected
+        out.append(
+            {
+                "machine": shown[mid][0],
+                "user": shown[mid][1],
+                "edits": edits,
+                "accepted": accepted,
+                "rejected": rejected,
+                "unknown": unknown,
+                "accept_rate": accepted / judged if judged else None,
+            }
+        )
+    return sorted(out, key=lambda r: r["machine"])
+
+
+def hook_activity(
+    conn: Conn,
+    machine_names: Sequence[str] = (),
+    users: Sequence[str] = (),
+    since: int | None = None,
+) -> list[dict[str, Any]]:
+    """What the agents' hooks reported (shell commands, edits; since ``since`` ms, when
+    given), per machine and tool."""
+    shown = labels(conn)
+    return [
+        {"machine": shown[mid][0], "user": shown[mid][1], "what": what, "tool": tool, "events": n}
+        for mid, what, tool, n in queries.hook_activity(conn, machine_names, users, since)
+        if mid in shown
+    ]
+
+
+TEXT_STAYS = (
+    "The conversation text of this session stays on its machine: it pushes Tier 2 only"
+    " (fleet.include_text = false)."
+)
+
+
+def session_text(conn: Conn, uid: str, limit: int = 200) -> list[dict[str, Any]]:
+    """Session ``uid`` as each machine holding it sent it: its Tier 2 facts, and its first
+    ``limit`` events when that machine ships text (``include_text``), else ``events`` None
+    and a note saying the text stays on the machine."""
+    shown = labels(conn)
+    out = []
+    for (
+        mid,
+        text,
+        agent,
+        repo,
+        model,
+        title,
+        started,
+        ended,
+        messages,
+        events,
+    ) in queries.session_holders(conn, uid):
+        rows = queries.session_events(conn, mid, uid, limit) if text else None
+        out.append(
+            {
+                "machine": shown[mid][0],
+                "user": shown[mid][1],
+                "include_text": text,
+                "agent": agent,
+                "repo": repo,
+                "model": model,
+                "title": title,
+                "started_at": iso(started),
+                "ended_at": iso(ended),
+                "messages": messages,
+                "events_total": events,
+                "events": None
+                if rows is None
+                else [
+                    {"seq": q, "ts": iso(ts), "kind": k, "role": r, "tool": t, "summary": s}
+                    for q, ts, k, r, t, s in rows
+                ],
+                "note": None if text else TEXT_STAYS,
+            }
+        )
+    return out

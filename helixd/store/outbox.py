@@ -34,7 +34,7 @@ _FAILURES: Final = "fleet_failures"
 _PUSHED: Final = "fleet_rows_pushed"
 _RESYNCS: Final = "fleet_resyncs"
 
-KINDS: Final = ("session", "digest", "usage", "bucket", "signals")
+KINDS: Final = ("session", "digest", "usage", "bucket", "signals", "hook")
 
 SESSION_COLUMNS: Final = (
     "uid",
@@ -59,6 +59,11 @@ SESSION_COLUMNS: Final = (
     "analyzed_at",
     "evicted_at",
     "evict_stage",
+    # m012 (attribution)
+    "repo_root",
+    "domain",
+    "task_ref",
+    "git_commit",
 )
 DIGEST_COLUMNS: Final = ("session_uid", "schema_version", "built_at", "provisional", "doc")
 COUNTER_COLUMNS: Final = (
@@ -95,9 +100,13 @@ SIGNAL_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
         "lines_added",
         "lines_removed",
         "status",
+        "accepted",  # m009
     ),
     "session_signals": ("kind", "seq", "ref_seq", "tool", "fingerprint"),
 }
+# m013: what the agents' hooks reported (a shell command or an edited path, redacted: the
+# same kind of text as ``tool_calls.target``, so Tier 2 and always sent).
+HOOK_COLUMNS: Final = ("id", "at", "agent", "native_id", "what", "tool", "call_id", "target")
 EVENT_COLUMNS: Final = (
     "session_uid",
     "seq",
@@ -138,6 +147,8 @@ class Tier2Batch:
     buckets_gone: list[tuple[int, str, str]] = field(default_factory=list)
     signal_sessions: list[str] = field(default_factory=list)  # uids whose signals are replaced
     signals: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    hooks: list[tuple[Any, ...]] = field(default_factory=list)
+    hooks_gone: list[int] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)  # include_text only
     text_marks: dict[int, int] = field(default_factory=dict)  # session id -> last event id sent
     text_more: list[int] = field(default_factory=list)  # sessions with more text to send
@@ -156,6 +167,8 @@ class Tier2Batch:
             + len(self.buckets)
             + len(self.buckets_gone)
             + sum(len(v) for v in self.signals.values())
+            + len(self.hooks)
+            + len(self.hooks_gone)
             + len(self.events)
         )
 
@@ -197,6 +210,7 @@ def _seed(con: sqlite3.Connection, now: int, kinds: Iterable[str]) -> int:
             " UNION SELECT session_id FROM test_runs UNION SELECT session_id FROM file_operations"
             " UNION SELECT session_id FROM session_signals)"
         ),
+        "hook": "SELECT 'hook', id, 0, '', ? FROM hook_events",
     }
     for kind in kinds:
         con.execute("DELETE FROM fleet_outbox WHERE tbl = ?", (kind,))
@@ -300,6 +314,7 @@ def next_batch(
         _load_usage(con, batch, [e.k1 for e in by_kind["usage"]])
         _load_buckets(con, batch, by_kind["bucket"])
         _load_signals(con, batch, [e.k1 for e in by_kind["signals"]])
+        _load_hooks(con, batch, [e.k1 for e in by_kind["hook"]])
         if include_text:
             _load_text(con, batch, [e.k1 for e in by_kind["session"]], text_budget)
     finally:
@@ -391,6 +406,18 @@ def _load_signals(con: sqlite3.Connection, batch: Tier2Batch, ids: list[int]) ->
                     part,
                 )
             )
+
+
+def _load_hooks(con: sqlite3.Connection, batch: Tier2Batch, ids: list[int]) -> None:
+    found: set[int] = set()
+    cols = ", ".join(HOOK_COLUMNS)
+    for part in _chunks(ids):
+        for row in con.execute(
+            f"SELECT {cols} FROM hook_events WHERE id IN ({_marks(len(part))})", part
+        ):
+            batch.hooks.append(row)
+            found.add(row[0])
+    batch.hooks_gone.extend(i for i in ids if i not in found)
 
 
 def _load_text(con: sqlite3.Connection, batch: Tier2Batch, ids: list[int], budget: int) -> None:

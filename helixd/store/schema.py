@@ -19,7 +19,7 @@ Tables by tier (design spec §3):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from helixd.core.values import MAX_TOKENS, TS_MAX_MS, TS_MIN_MS
 
@@ -110,9 +110,9 @@ _OUTBOX_SOURCES: Final = (
 )
 
 
-def _outbox_triggers() -> str:
+def _outbox_triggers(sources: Sequence[tuple[Any, ...]] = _OUTBOX_SOURCES) -> str:
     out = []
-    for name, table, events, kind, *keys in _OUTBOX_SOURCES:
+    for name, table, events, kind, *keys in sources:
         for event in events:
             row = "OLD" if event == "DELETE" else "NEW"
             k1, k2, k3 = (k.replace("R.", f"{row}.") for k in keys)
@@ -173,6 +173,25 @@ def _recorded_cost() -> str:
         + """
         END;
         """
+    )
+
+
+# -- m020_fleet_tier2_rest (issue 17) -----------------------------------------------------------
+# The fleet mirror gains what m009, m012 and m013 added to Tier 2: hook events get their
+# triggers (kind ``hook``, k1 = the row's id); when the mirror is on, every session, every
+# session's signals and every hook event is enqueued once (if not waiting already), so the
+# server's copies gain the edit acceptance and attribution columns.
+_HOOK_SOURCES: Final = (
+    ("hook", "hook_events", ("INSERT", "UPDATE", "DELETE"), "hook", "R.id", "0", "''"),
+)
+
+
+def _enqueue_all_once(kind: str, source: str) -> str:
+    return (
+        f"INSERT INTO fleet_outbox (tbl, k1, k2, k3, at) SELECT '{kind}', k, 0, '', {_NOW_MS}"
+        f" FROM ({source}) WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'fleet_outbox')"
+        f" AND NOT EXISTS (SELECT 1 FROM fleet_outbox o WHERE o.tbl = '{kind}' AND o.k1 = k"
+        " AND o.k2 = 0 AND o.k3 = '');"
     )
 
 
@@ -682,6 +701,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         END;
         """,
     ),
+    (
         "m015_tool_call_hours",
         """
         -- The tool calls summed per hour x session x tool x status, rebuilt per session with
@@ -706,4 +726,12 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """,
     ),
     ("m016_recorded_cost", _recorded_cost()),
+    (
+        "m020_fleet_tier2_rest",
+        _outbox_triggers(_HOOK_SOURCES)
+        + "\n"
+        + _enqueue_all_once("session", "SELECT id AS k FROM sessions")
+        + _enqueue_all_once("signals", "SELECT DISTINCT session_id AS k FROM file_operations")
+        + _enqueue_all_once("hook", "SELECT id AS k FROM hook_events"),
+    ),
 )

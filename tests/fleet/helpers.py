@@ -44,6 +44,21 @@ async def push_once(db: Path, tgt: Target, **kw: Any) -> Any:
         await store.close()
 
 
+def add_hooks(db: Path, n: int, prefix: str = "pytest -q") -> None:
+    """``n`` hook events into the store, as the daemon saves them."""
+    from helixd.store import hook_events
+
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        for i in range(n):
+            what, tool = ("bash", "Bash") if i % 2 == 0 else ("edit", "Edit")
+            row = (1_760_000_000_000 + i, "claude", f"native-{i % 3}", what, tool, f"call-{i}",
+                   f"{prefix} tests/test_{i}.py")  # fmt: skip
+            hook_events.save(con, row)
+    finally:
+        con.close()
+
+
 def local(db: Path, sql: str, params: Any = ()) -> list[Any]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -64,8 +79,10 @@ def server(dsn: str, sql: str, params: Any = None) -> list[Any]:
 # the server (sessions by uid; the title is left out: it is text, sent only with include_text).
 _SESSION = (
     "uid, agent, native_id, parent_uid, cwd, repo, git_branch, model, version, agent_type,"
-    " started_at, ended_at, ended, messages, events, evict_stage"
+    " started_at, ended_at, ended, messages, events, evict_stage, repo_root, domain, task_ref,"
+    " git_commit"
 )
+_HOOK = "id, at, agent, native_id, what, tool, call_id, target"
 _COUNTERS = "input, output, cache_read, cache_write_5m, cache_write_1h, reasoning"
 LOCAL = {
     "sessions": f"SELECT {_SESSION} FROM sessions",
@@ -80,9 +97,11 @@ LOCAL = {
     "test_runs": "SELECT s.uid, call_seq, result_seq, ts, command, framework, passed, failed,"
     " skipped, status, duration_ms FROM test_runs g JOIN sessions s ON s.id = g.session_id",
     "file_operations": "SELECT s.uid, seq, ts, operation, file_path, language, lines_added,"
-    " lines_removed, status FROM file_operations g JOIN sessions s ON s.id = g.session_id",
+    " lines_removed, status, accepted FROM file_operations g JOIN sessions s"
+    " ON s.id = g.session_id",
     "session_signals": "SELECT s.uid, kind, seq, ref_seq, tool, fingerprint"
     " FROM session_signals g JOIN sessions s ON s.id = g.session_id",
+    "hook_events": f"SELECT {_HOOK} FROM hook_events",
 }
 SERVER = {
     "sessions": f"SELECT {_SESSION} FROM helix.sessions",
@@ -95,9 +114,10 @@ SERVER = {
     "test_runs": "SELECT session_uid, call_seq, result_seq, ts, command, framework, passed,"
     " failed, skipped, status, duration_ms FROM helix.test_runs",
     "file_operations": "SELECT session_uid, seq, ts, operation, file_path, language,"
-    " lines_added, lines_removed, status FROM helix.file_operations",
+    " lines_added, lines_removed, status, accepted FROM helix.file_operations",
     "session_signals": "SELECT session_uid, kind, seq, ref_seq, tool, fingerprint"
     " FROM helix.session_signals",
+    "hook_events": f"SELECT {_HOOK} FROM helix.hook_events",
 }
 
 

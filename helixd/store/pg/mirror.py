@@ -21,6 +21,7 @@ from helixd.store.outbox import (
     BUCKET_COLUMNS,
     DIGEST_COLUMNS,
     EVENT_COLUMNS,
+    HOOK_COLUMNS,
     SESSION_COLUMNS,
     SIGNAL_COLUMNS,
     USAGE_COLUMNS,
@@ -67,6 +68,7 @@ _TABLES: Final[dict[str, tuple[tuple[str, ...], str]]] = {
         _merge("usage_buckets", BUCKET_COLUMNS, ("bucket", "session_uid", "model")),
     ),
     "events": (EVENT_COLUMNS, _merge("events", EVENT_COLUMNS, ("session_uid", "seq"))),
+    "hook_events": (HOOK_COLUMNS, _merge("hook_events", HOOK_COLUMNS, ("id",))),
     **{
         t: (("session_uid", *cols), _append(t, ("session_uid", *cols)))
         for t, cols in SIGNAL_COLUMNS.items()
@@ -166,6 +168,13 @@ async def apply(conn: Conn, machine_id: UUID, batch: Tier2Batch) -> None:
                 )
                 if signal_rows := batch.signals.get(table):
                     await _copy(cur, table, m, signal_rows)
+        if batch.hooks:
+            await _copy(cur, "hook_events", m, batch.hooks)
+        if batch.hooks_gone:
+            await cur.execute(
+                "DELETE FROM helix.hook_events WHERE machine_id = %s AND id = ANY(%s)",
+                (m, batch.hooks_gone),
+            )
         if batch.events:
             await _copy(cur, "events", m, batch.events)
         await cur.execute(

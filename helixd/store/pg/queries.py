@@ -5,7 +5,7 @@ with the machine as one more column.  Synchronous (``psycopg.Connection``), plai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 import psycopg
@@ -168,16 +168,30 @@ def usage_by_session(
     return [(*r[:8], *(int(v) for v in r[8:])) for r in conn.execute(sql, params)]
 
 
+STATS_PARTS: Final = (
+    "sessions",
+    "usage",
+    "model_sessions",
+    "tools",
+    "files",
+    "tests",
+    "per_session",
+)
+
+
 def stats(
     conn: Conn,
     since: int | None,
     top: int = 15,
     machines: Sequence[str] = (),
     users: Sequence[str] = (),
+    parts: Collection[str] = STATS_PARTS,
 ) -> dict[str, Any]:
     """``queries.stats`` over the fleet: sessions and usage by agent / repo / model with the
     machine beside them, tool calls by status, most-edited files (a path counted once per
-    machine and session), test runs, interventions and errors per session."""
+    machine and session), test runs, interventions and errors per session.  Only the
+    ``parts`` asked for are read (the others are empty): a view that shows the tools does
+    not pay for the rest."""
     lo = 0 if since is None else since
     mwhere: list[str] = []
     mparams: list[Any] = []
@@ -187,63 +201,136 @@ def stats(
         " JOIN helix.machines m ON m.machine_id = g.machine_id"
         " JOIN helix.sessions s ON s.machine_id = g.machine_id AND s.uid = g.session_uid"
     )
-    out: dict[str, Any] = {}
-    out["sessions"] = conn.execute(
-        "SELECT s.agent, s.repo, s.machine_id, count(*) FROM helix.sessions s"
-        " JOIN helix.machines m ON m.machine_id = s.machine_id WHERE s.messages > 0"
-        f" AND coalesce(s.started_at, s.discovered_at) >= %s{mcond} GROUP BY 1, 2, 3",
-        [lo, *mparams],
-    ).fetchall()
-    out["usage"] = [
-        (*r[:4], *(int(v) for v in r[4:]))
-        for r in conn.execute(
-            f"SELECT s.agent, s.repo, b.model, b.machine_id, {BUCKET_SUMS}{_JOIN}"
-            f" WHERE b.bucket >= %s{mcond} GROUP BY 1, 2, 3, 4",
+    out: dict[str, Any] = {part: [] for part in STATS_PARTS}
+    if "sessions" in parts:
+        out["sessions"] = conn.execute(
+            "SELECT s.agent, s.repo, s.machine_id, count(*) FROM helix.sessions s"
+            " JOIN helix.machines m ON m.machine_id = s.machine_id WHERE s.messages > 0"
+            f" AND coalesce(s.started_at, s.discovered_at) >= %s{mcond} GROUP BY 1, 2, 3",
+            [lo, *mparams],
+        ).fetchall()
+    if "usage" in parts:
+        out["usage"] = [
+            (*r[:4], *(int(v) for v in r[4:]))
+            for r in conn.execute(
+                f"SELECT s.agent, s.repo, b.model, b.machine_id, {BUCKET_SUMS}{_JOIN}"
+                f" WHERE b.bucket >= %s{mcond} GROUP BY 1, 2, 3, 4",
+                [lo // 900_000, *mparams],
+            )
+        ]
+    if "model_sessions" in parts:
+        out["model_sessions"] = conn.execute(
+            "SELECT b.model, count(DISTINCT (b.machine_id, b.session_uid))"
+            " FROM helix.usage_buckets b JOIN helix.machines m ON m.machine_id = b.machine_id"
+            f" WHERE b.bucket >= %s{mcond} GROUP BY 1",
             [lo // 900_000, *mparams],
-        )
-    ]
-    out["model_sessions"] = conn.execute(
-        "SELECT b.model, count(DISTINCT (b.machine_id, b.session_uid))"
-        " FROM helix.usage_buckets b JOIN helix.machines m ON m.machine_id = b.machine_id"
-        f" WHERE b.bucket >= %s{mcond} GROUP BY 1",
-        [lo // 900_000, *mparams],
-    ).fetchall()
-    out["tools"] = [
-        (r[0], *(int(v or 0) for v in r[1:]))
-        for r in conn.execute(
-            "SELECT g.tool, count(*), count(*) FILTER (WHERE g.status = 'error'),"
-            " count(*) FILTER (WHERE g.status = 'rejected'),"
-            " count(*) FILTER (WHERE g.status = 'interrupted'),"
-            " count(*) FILTER (WHERE g.status = 'missing') FROM helix.tool_calls g"
-            f"{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond} GROUP BY 1 ORDER BY 2 DESC, 1",
+        ).fetchall()
+    if "tools" in parts:
+        out["tools"] = [
+            (r[0], *(int(v or 0) for v in r[1:]))
+            for r in conn.execute(
+                "SELECT g.tool, count(*), count(*) FILTER (WHERE g.status = 'error'),"
+                " count(*) FILTER (WHERE g.status = 'rejected'),"
+                " count(*) FILTER (WHERE g.status = 'interrupted'),"
+                " count(*) FILTER (WHERE g.status = 'missing') FROM helix.tool_calls g"
+                f"{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond} GROUP BY 1 ORDER BY 2 DESC, 1",
+                [lo, *mparams],
+            )
+        ]
+    if "files" in parts:
+        out["files"] = [
+            (r[0], *(int(v) for v in r[1:]))
+            for r in conn.execute(
+                "SELECT g.file_path, count(*), count(DISTINCT (g.machine_id, g.session_uid)),"
+                " sum(g.lines_added), sum(g.lines_removed) FROM helix.file_operations g"
+                f"{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond}"
+                " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s",
+                [lo, *mparams, top],
+            )
+        ]
+    if "tests" in parts:
+        out["tests"] = conn.execute(
+            "SELECT g.framework, g.command, g.status, g.passed, g.failed, g.skipped"
+            f" FROM helix.test_runs g{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond}",
             [lo, *mparams],
-        )
-    ]
-    out["files"] = [
-        (r[0], *(int(v) for v in r[1:]))
-        for r in conn.execute(
-            "SELECT g.file_path, count(*), count(DISTINCT (g.machine_id, g.session_uid)),"
-            " sum(g.lines_added), sum(g.lines_removed) FROM helix.file_operations g"
-            f"{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond}"
-            " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s",
-            [lo, *mparams, top],
-        )
-    ]
-    out["tests"] = conn.execute(
-        "SELECT g.framework, g.command, g.status, g.passed, g.failed, g.skipped"
-        f" FROM helix.test_runs g{sig_join} WHERE coalesce(g.ts, 0) >= %s{mcond}",
-        [lo, *mparams],
-    ).fetchall()
-    out["per_session"] = [
-        (r[0], int(r[1]), int(r[2]), r[3])
-        for r in conn.execute(
-            "SELECT s.uid, count(*) FILTER (WHERE g.kind = 'intervention'),"
-            " count(*) FILTER (WHERE g.kind = 'error'), g.machine_id"
-            f" FROM helix.session_signals g{sig_join}"
-            " WHERE g.kind IN ('intervention', 'error')"
-            f" AND coalesce(s.ended_at, s.started_at, 0) >= %s{mcond}"
-            " GROUP BY g.machine_id, s.uid",
-            [lo, *mparams],
-        )
-    ]
+        ).fetchall()
+    if "per_session" in parts:
+        out["per_session"] = [
+            (r[0], int(r[1]), int(r[2]), r[3])
+            for r in conn.execute(
+                "SELECT s.uid, count(*) FILTER (WHERE g.kind = 'intervention'),"
+                " count(*) FILTER (WHERE g.kind = 'error'), g.machine_id"
+                f" FROM helix.session_signals g{sig_join}"
+                " WHERE g.kind IN ('intervention', 'error')"
+                f" AND coalesce(s.ended_at, s.started_at, 0) >= %s{mcond}"
+                " GROUP BY g.machine_id, s.uid",
+                [lo, *mparams],
+            )
+        ]
     return out
+
+
+# -- the dashboard pointed at the fleet (helixd/web/fleet.py) --------------------------------
+def _machine_where(
+    machines: Sequence[str], users: Sequence[str], since: int | None = None, at: str = ""
+) -> tuple[str, list[Any]]:
+    """The machine and user filters (alias ``m``), and ``at >= since`` (ms) when given."""
+    where: list[str] = []
+    params: list[Any] = []
+    _filters(where, params, machines=machines, users=users)
+    if since is not None:
+        where.append(f"{at} >= %s")
+        params.append(since)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def acceptance(
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = (), since: int | None = None
+) -> list[tuple[Any, ...]]:
+    """``(machine_id, edits, accepted, rejected, unknown)`` per machine: the file operations
+    (since ``since`` ms, when given) by ``accepted`` (1 applied, 0 rejected or interrupted,
+    NULL no verdict)."""
+    where, params = _machine_where(machines, users, since, "f.ts")
+    return conn.execute(
+        "SELECT f.machine_id, count(*), count(*) FILTER (WHERE f.accepted = 1),"
+        " count(*) FILTER (WHERE f.accepted = 0), count(*) FILTER (WHERE f.accepted IS NULL)"
+        " FROM helix.file_operations f JOIN helix.machines m ON m.machine_id = f.machine_id"
+        f"{where} GROUP BY f.machine_id",
+        params,
+    ).fetchall()
+
+
+def hook_activity(
+    conn: Conn, machines: Sequence[str] = (), users: Sequence[str] = (), since: int | None = None
+) -> list[tuple[Any, ...]]:
+    """``(machine_id, what, tool, events)``: what the agents' hooks reported (since ``since``
+    ms, when given), per machine."""
+    where, params = _machine_where(machines, users, since, "h.at")
+    return conn.execute(
+        "SELECT h.machine_id, h.what, h.tool, count(*) FROM helix.hook_events h"
+        f" JOIN helix.machines m ON m.machine_id = h.machine_id{where}"
+        " GROUP BY 1, 2, 3 ORDER BY 4 DESC, 2, 3",
+        params,
+    ).fetchall()
+
+
+def session_holders(conn: Conn, uid: str) -> list[tuple[Any, ...]]:
+    """``(machine_id, include_text, agent, repo, model, title, started_at, ended_at, messages,
+    events)`` of every machine holding session ``uid``."""
+    return conn.execute(
+        "SELECT s.machine_id, m.include_text, s.agent, s.repo, s.model, s.title, s.started_at,"
+        " s.ended_at, s.messages, s.events FROM helix.sessions s"
+        " JOIN helix.machines m ON m.machine_id = s.machine_id WHERE s.uid = %s"
+        " ORDER BY m.name, s.machine_id",
+        (uid,),
+    ).fetchall()
+
+
+def session_events(conn: Conn, machine_id: Any, uid: str, limit: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, kind, role, tool, summary)`` of the first ``limit`` events a machine sent
+    of session ``uid`` (only machines with ``include_text`` send any)."""
+    return conn.execute(
+        "SELECT seq, ts, kind, role, tool, summary FROM helix.events"
+        " WHERE machine_id = %s AND session_uid = %s ORDER BY seq LIMIT %s",
+        (machine_id, uid, limit),
+    ).fetchall()

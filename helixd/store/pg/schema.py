@@ -23,7 +23,7 @@ from helixd.store.pg.connect import FleetDbError
 
 SCHEMA: Final = "helix"
 _LOCK: Final = 0x68656C6978  # pg_advisory_xact_lock key of the migrations ("helix")
-MIRRORED: Final = (
+_P001_TABLES: Final = (
     "sessions",
     "digests",
     "usage",
@@ -34,6 +34,7 @@ MIRRORED: Final = (
     "session_signals",
     "events",
 )
+MIRRORED: Final = (*_P001_TABLES, "hook_events")  # hook_events: p002
 _COUNTERS: Final = """
     input bigint NOT NULL,
     output bigint NOT NULL,
@@ -42,6 +43,32 @@ _COUNTERS: Final = """
     cache_write_1h bigint NOT NULL,
     reasoning bigint NOT NULL"""
 _MACHINE: Final = "machine_id uuid NOT NULL REFERENCES helix.machines ON DELETE CASCADE"
+
+
+def _policies(tables: Sequence[str]) -> str:
+    """Row-level security of mirrored tables: all rows readable, a role writes only the rows
+    of the machines it registered.  (The list of its machines is an uncorrelated subquery:
+    computed once per statement, not once per row.)"""
+    return f"""
+        DO $$
+        DECLARE
+            t text;
+            own text := 'machine_id = ANY (ARRAY(SELECT m.machine_id FROM helix.machines m'
+                        ' WHERE m.owner = current_user))';
+        BEGIN
+            FOREACH t IN ARRAY ARRAY[{", ".join(f"'{t}'" for t in tables)}] LOOP
+                EXECUTE format('ALTER TABLE helix.%I ENABLE ROW LEVEL SECURITY', t);
+                EXECUTE format('CREATE POLICY read_all ON helix.%I FOR SELECT USING (true)', t);
+                EXECUTE format('CREATE POLICY insert_own ON helix.%I FOR INSERT'
+                               ' WITH CHECK (%s)', t, own);
+                EXECUTE format('CREATE POLICY update_own ON helix.%I FOR UPDATE'
+                               ' USING (%s) WITH CHECK (%s)', t, own, own);
+                EXECUTE format('CREATE POLICY delete_own ON helix.%I FOR DELETE'
+                               ' USING (%s)', t, own);
+            END LOOP;
+        END $$;
+        """
+
 
 MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     (
@@ -198,7 +225,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
             own text := 'machine_id = ANY (ARRAY(SELECT m.machine_id FROM helix.machines m'
                         ' WHERE m.owner = current_user))';
         BEGIN
-            FOREACH t IN ARRAY ARRAY[{", ".join(f"'{t}'" for t in MIRRORED)}] LOOP
+            FOREACH t IN ARRAY ARRAY[{", ".join(f"'{t}'" for t in _P001_TABLES)}] LOOP
                 EXECUTE format('ALTER TABLE helix.%I ENABLE ROW LEVEL SECURITY', t);
                 EXECUTE format('CREATE POLICY read_all ON helix.%I FOR SELECT USING (true)', t);
                 EXECUTE format('CREATE POLICY insert_own ON helix.%I FOR INSERT'
@@ -209,6 +236,33 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
                                ' USING (%s)', t, own);
             END LOOP;
         END $$;
+        """,
+    ),
+    (
+        "p002_tier2_rest",
+        f"""
+        -- What the store's m009, m012 and m013 added to Tier 2 (the store's m020 enqueues
+        -- every row again so that rows pushed before gain the new columns).
+        ALTER TABLE helix.file_operations ADD COLUMN accepted smallint;
+        ALTER TABLE helix.sessions ADD COLUMN repo_root text;
+        ALTER TABLE helix.sessions ADD COLUMN domain text;
+        ALTER TABLE helix.sessions ADD COLUMN task_ref text;
+        ALTER TABLE helix.sessions ADD COLUMN git_commit text;
+        -- The shell commands and edited paths the agents' hooks reported (redacted).
+        CREATE TABLE helix.hook_events (
+            {_MACHINE},
+            id bigint NOT NULL,
+            at bigint NOT NULL,
+            agent text,
+            native_id text,
+            what text NOT NULL,
+            tool text NOT NULL,
+            call_id text,
+            target text NOT NULL,
+            PRIMARY KEY (machine_id, id)
+        );
+        CREATE INDEX hook_events_at ON helix.hook_events (at);
+        {_policies(["hook_events"])}
         """,
     ),
 )
