@@ -74,8 +74,15 @@ COUNTER_COLUMNS: Final = (
     "cache_write_1h",
     "reasoning",
 )
-USAGE_COLUMNS: Final = ("key", "session_uid", "rank", "ts", "model", *COUNTER_COLUMNS)
-BUCKET_COLUMNS: Final = ("bucket", "session_uid", "model", "responses", *COUNTER_COLUMNS)
+# The dollars an agent recorded (m016): NULL where it recorded none; ``costed`` counts a
+# bucket's responses that carry a recorded cost.
+USAGE_COLUMNS: Final = (
+    "key", "session_uid", "rank", "ts", "model", *COUNTER_COLUMNS, "recorded_cost_usd"
+)  # fmt: skip
+BUCKET_COST_COLUMNS: Final = ("recorded_cost_usd", "costed")
+BUCKET_COLUMNS: Final = (
+    "bucket", "session_uid", "model", "responses", *COUNTER_COLUMNS, *BUCKET_COST_COLUMNS
+)  # fmt: skip
 # The signal tables: name -> columns after ``session_uid`` (their local key is the session).
 SIGNAL_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
     "tool_calls": ("call_seq", "result_seq", "ts", "tool", "target", "status", "duration_ms"),
@@ -362,7 +369,7 @@ def _load_digests(con: sqlite3.Connection, batch: Tier2Batch, ids: list[int]) ->
 
 def _load_usage(con: sqlite3.Connection, batch: Tier2Batch, keys: list[int]) -> None:
     found: set[int] = set()
-    cols = ", ".join(f"u.{c}" for c in COUNTER_COLUMNS)
+    cols = ", ".join(f"u.{c}" for c in (*COUNTER_COLUMNS, "recorded_cost_usd"))
     for part in _chunks(keys):
         for row in con.execute(
             f"SELECT u.key, s.uid, u.rank, u.ts, u.model, {cols} FROM usage u"
@@ -376,7 +383,7 @@ def _load_usage(con: sqlite3.Connection, batch: Tier2Batch, keys: list[int]) -> 
 
 def _load_buckets(con: sqlite3.Connection, batch: Tier2Batch, entries: list[Entry]) -> None:
     uids = _uids(con, (e.k1 for e in entries))
-    cols = ", ".join(COUNTER_COLUMNS)
+    cols = ", ".join((*COUNTER_COLUMNS, *BUCKET_COST_COLUMNS))
     for e in entries:
         row = con.execute(
             f"SELECT responses, {cols} FROM usage_buckets"

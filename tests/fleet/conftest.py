@@ -61,11 +61,13 @@ def pg_db(pg_server: Cluster) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def store_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Stores made once: ``claude`` (the Claude fixtures), ``both`` (Claude and Codex)."""
+    """Stores made once: ``claude`` (the Claude fixtures), ``both`` (Claude and Codex),
+    ``pi`` (Pi's, whose responses carry the cost Pi recorded)."""
     base = tmp_path_factory.mktemp("fleet-stores")
-    out = {"claude": base / "claude.db", "both": base / "both.db"}
+    out = {"claude": base / "claude.db", "both": base / "both.db", "pi": base / "pi.db"}
     asyncio.run(build_store(out["claude"], ("claude",)))
     asyncio.run(build_store(out["both"], ("claude", "codex")))
+    asyncio.run(build_store(out["pi"], ("pi",)))  # Pi records the dollars of each response
     return out
 
 

@@ -88,10 +88,10 @@ LOCAL = {
     "sessions": f"SELECT {_SESSION} FROM sessions",
     "digests": "SELECT s.uid, d.schema_version, d.built_at, d.provisional FROM digests d"
     " JOIN sessions s ON s.id = d.session_id",
-    "usage": f"SELECT u.key, s.uid, u.rank, u.ts, u.model, {_COUNTERS} FROM usage u"
-    " JOIN sessions s ON s.id = u.session_id",
-    "usage_buckets": f"SELECT b.bucket, s.uid, b.model, b.responses, {_COUNTERS}"
-    " FROM usage_buckets b JOIN sessions s ON s.id = b.session_id",
+    "usage": f"SELECT u.key, s.uid, u.rank, u.ts, u.model, {_COUNTERS}, u.recorded_cost_usd"
+    " FROM usage u JOIN sessions s ON s.id = u.session_id",
+    "usage_buckets": f"SELECT b.bucket, s.uid, b.model, b.responses, {_COUNTERS},"
+    " b.recorded_cost_usd, b.costed FROM usage_buckets b JOIN sessions s ON s.id = b.session_id",
     "tool_calls": "SELECT s.uid, call_seq, result_seq, ts, tool, target, status, duration_ms"
     " FROM tool_calls g JOIN sessions s ON s.id = g.session_id",
     "test_runs": "SELECT s.uid, call_seq, result_seq, ts, command, framework, passed, failed,"
@@ -106,9 +106,10 @@ LOCAL = {
 SERVER = {
     "sessions": f"SELECT {_SESSION} FROM helix.sessions",
     "digests": "SELECT session_uid, schema_version, built_at, provisional FROM helix.digests",
-    "usage": f"SELECT key, session_uid, rank, ts, model, {_COUNTERS} FROM helix.usage",
-    "usage_buckets": f"SELECT bucket, session_uid, model, responses, {_COUNTERS}"
-    " FROM helix.usage_buckets",
+    "usage": f"SELECT key, session_uid, rank, ts, model, {_COUNTERS}, recorded_cost_usd"
+    " FROM helix.usage",
+    "usage_buckets": f"SELECT bucket, session_uid, model, responses, {_COUNTERS},"
+    " recorded_cost_usd, costed FROM helix.usage_buckets",
     "tool_calls": "SELECT session_uid, call_seq, result_seq, ts, tool, target, status,"
     " duration_ms FROM helix.tool_calls",
     "test_runs": "SELECT session_uid, call_seq, result_seq, ts, command, framework, passed,"

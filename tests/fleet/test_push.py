@@ -34,7 +34,10 @@ def test_the_first_push_mirrors_every_tier2_row(make_store: Any, pg_db: str) -> 
     assert all(mirrored[t] for t in mirrored if t != "hook_events"), {
         t: len(v) for t, v in mirrored.items()
     }
-    assert result.migrations == ["p001_mirror", "p002_tier2_rest"] and result.batches > 3
+    assert (
+        result.migrations == ["p001_mirror", "p002_tier2_rest", "p003_recorded_cost"]
+        and result.batches > 3
+    )
     assert local(db, "SELECT count(*) FROM fleet_outbox") == [(0,)]
     (shipped,) = server(pg_db, "SELECT shipped_through FROM helix.machines")
     assert shipped[0] == result.entries  # ids 1..n: every entry confirmed
@@ -188,10 +191,17 @@ def test_machines_migrating_at_once_apply_each_migration_once(pg_db: str) -> Non
         return list(await asyncio.gather(*(migrate(target(pg_db)) for _ in range(5))))
 
     applied = asyncio.run(many())
-    assert sorted(applied) == [[], [], [], [], ["p001_mirror", "p002_tier2_rest"]]
+    assert sorted(applied) == [
+        [],
+        [],
+        [],
+        [],
+        ["p001_mirror", "p002_tier2_rest", "p003_recorded_cost"],
+    ]
     assert server(pg_db, "SELECT name FROM helix.migrations ORDER BY name") == [
         ("p001_mirror",),
         ("p002_tier2_rest",),
+        ("p003_recorded_cost",),
     ]
 
 

@@ -196,3 +196,23 @@ def test_fleet_reports_need_a_reachable_fleet(make_store: Any, pg_server: Any) -
         cwd=REPO,
     )
     assert mixed.returncode == 2 and "--fleet" in mixed.stderr
+
+
+def test_the_cost_agents_recorded_reaches_the_fleet_and_prices_its_reports(
+    make_store: Any, pg_db: str
+) -> None:
+    """Pi records the dollars of each response: the usage facts and buckets carry them to the
+    server (m016's columns, p003), and a fleet report prices them as the machine's own
+    report does (``--cost auto``: recorded where present)."""
+    from tests.fleet.helpers import tier2_local, tier2_server
+
+    db = make_store("pi", "p")
+    recorded = [r[-1] for r in tier2_local(db)["usage"] if r[-1] is not None]
+    assert recorded and sum(recorded) > 0
+    asyncio.run(push_once(db, target(pg_db, "laptop", user="alice")))
+    assert tier2_server(pg_db, "laptop") == tier2_local(db)
+    local = ctl(db, "report", "monthly", "-z", "UTC")
+    fleet = ctl(db, "report", "monthly", "-z", "UTC", "--fleet", HELIX_FLEET__DSN=pg_db)
+    assert fleet["totals"]["totalCost"] == pytest.approx(local["totals"]["totalCost"])
+    calculated = ctl(db, "report", "monthly", "-z", "UTC", "--cost", "calculate")
+    assert local["totals"]["totalCost"] != pytest.approx(calculated["totals"]["totalCost"])

@@ -16,7 +16,18 @@ _SUMS: Final = (
     "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
     " sum({p}cache_write_1h), sum({p}reasoning), {n}"
 )
-BUCKET_SUMS: Final = _SUMS.format(p="b.", n="sum(b.responses)")
+# The dollars the agents recorded and how many responses carry them, as the local reports
+# read them (``helixd.core.usage_report.COUNTERS``: ``--cost auto`` prices the rest).
+BUCKET_SUMS: Final = _SUMS.format(p="b.", n="sum(b.responses)") + (
+    ", coalesce(sum(b.recorded_cost_usd), 0), coalesce(sum(b.costed), 0)"
+)
+
+
+def _sums(values: Sequence[Any]) -> tuple[Any, ...]:
+    """``BUCKET_SUMS`` as Python numbers: the counts as ints (PostgreSQL sums bigints as
+    numeric), the recorded dollars as a float."""
+    *counts, dollars, costed = values
+    return (*(int(v) for v in counts), float(dollars), int(costed))
 
 
 def machines(conn: Conn) -> list[tuple[Any, ...]]:
@@ -114,7 +125,7 @@ def usage_by_day(
         + (" WHERE " + " AND ".join(where) if where else "")
         + " GROUP BY 1, 2, 3, 4"
     )
-    return [(int(r[0]), *r[1:4], *(int(v) for v in r[4:])) for r in conn.execute(sql, params)]
+    return [(int(r[0]), *r[1:4], *_sums(r[4:])) for r in conn.execute(sql, params)]
 
 
 def usage_outside(
@@ -138,7 +149,7 @@ def usage_outside(
         + " AND ".join(where)
         + " GROUP BY 1, 2"
     )
-    return [(*r[:2], *(int(v) for v in r[2:])) for r in conn.execute(sql, params)]
+    return [(*r[:2], *_sums(r[2:])) for r in conn.execute(sql, params)]
 
 
 def usage_by_session(
@@ -165,7 +176,7 @@ def usage_by_session(
         + " GROUP BY b.machine_id, s.uid, s.agent, s.repo, s.parent_uid, s.started_at,"
         " s.ended_at, b.model"
     )
-    return [(*r[:8], *(int(v) for v in r[8:])) for r in conn.execute(sql, params)]
+    return [(*r[:8], *_sums(r[8:])) for r in conn.execute(sql, params)]
 
 
 STATS_PARTS: Final = (
@@ -211,7 +222,7 @@ def stats(
         ).fetchall()
     if "usage" in parts:
         out["usage"] = [
-            (*r[:4], *(int(v) for v in r[4:]))
+            (*r[:4], *_sums(r[4:]))
             for r in conn.execute(
                 f"SELECT s.agent, s.repo, b.model, b.machine_id, {BUCKET_SUMS}{_JOIN}"
                 f" WHERE b.bucket >= %s{mcond} GROUP BY 1, 2, 3, 4",

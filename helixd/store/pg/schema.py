@@ -265,6 +265,17 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         {_policies(["hook_events"])}
         """,
     ),
+    (
+        "p003_recorded_cost",
+        """
+        -- The dollars the agents recorded (the store's m016): per usage fact, and summed per
+        -- bucket with ``costed``, how many of its responses carry one.  Rows pushed before
+        -- carried none (the store fills the column by re-normalization, which re-sends them).
+        ALTER TABLE helix.usage ADD COLUMN recorded_cost_usd double precision;
+        ALTER TABLE helix.usage_buckets ADD COLUMN recorded_cost_usd double precision;
+        ALTER TABLE helix.usage_buckets ADD COLUMN costed integer NOT NULL DEFAULT 0;
+        """,
+    ),
 )
 
 # Run after every migration: the tables to the group roles, when the administrator made them.
