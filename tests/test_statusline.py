@@ -55,6 +55,8 @@ KEEP = "HELIX_RETENTION__RAW_MAX_AGE_DAYS"  # set by cli_env; not a setting of t
 
 @pytest.fixture
 def store(home: Path, helixctl: RunCli) -> RunCli:
+    global NOW_MS  # the test's now, not the collection's: the last hour is relative to it
+    NOW_MS = int(time.time() * 1000)
     project = home / ".claude" / "projects" / "-work-app"
     (project / SID / "subagents").mkdir(parents=True)
     # this session: 2 responses in the last minutes, one two hours ago (today or not)

@@ -69,7 +69,10 @@ def _costs(
 
 def with_cost_mode(digest: dict[str, Any], mode: str) -> dict[str, Any]:
     """The digest with each cost's ``usd`` and ``usd_source`` those of ``mode`` (the digest
-    keeps every mode's, ``usd_by_mode``; one built before them is priced by the table)."""
+    keeps every mode's, ``usd_by_mode``; one built before them is priced by the table).
+    ``auto`` is the digest as stored; another mode adds ``cost_mode``."""
+    if mode == "auto":
+        return digest
     out = {**digest, "cost_mode": mode}
     for key in ("cost", "subagent_cost", "cost_with_subagents"):
         part = digest.get(key)
