@@ -23,7 +23,7 @@ DB = FIXTURES / "opencode" / "opencode.db"
 EDIT_TOOLS = {"edit", "write", "patch", "multiedit"}
 
 
-def _expected() -> tuple[Counter[str], list[tuple[int, int, int, int, int]], int]:
+def _expected() -> tuple[Counter[str], list[tuple[Any, ...]], int]:
     """Events by kind, usage per assistant message, sessions — from the rows."""
     con = sqlite3.connect(f"file:{DB}?mode=ro", uri=True)
     roles: dict[str, str] = {}
@@ -38,6 +38,7 @@ def _expected() -> tuple[Counter[str], list[tuple[int, int, int, int, int]], int
         if t:
             usage.append(
                 (t["input"], t["output"], t["reasoning"], t["cache"]["read"], t["cache"]["write"])
+                + (data.get("cost") or None,)  # the dollars OpenCode recorded (0: none)
             )
         err = data.get("error")
         if err:
@@ -75,10 +76,12 @@ def test_opencode_golden() -> None:
             u.reasoning_tokens,
             u.cache_read_tokens,
             u.cache_write_5m_tokens,
+            u.recorded_cost_usd,
         )
         for u in parsed.usage
     ]
     assert got == usage  # step-finish parts and the session totals are not counted again
+    assert sum(u.recorded_cost_usd or 0 for u in parsed.usage) > 0
     assert len({s.uid for s in parsed.sessions}) == sessions == 3
     assert {u.model for u in parsed.usage} == {"claude-sonnet-4-5"}
     assert parsed.unknown_types == {"part:hologram": 1} and not parsed.bad

@@ -40,7 +40,7 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk, Table
-from helixd.adapters.fields import count, get_dict, get_str
+from helixd.adapters.fields import cost, count, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
 from helixd.core.records import Parsed, SessionInfo, UsageFact
@@ -190,6 +190,7 @@ class _Run(Turns):
                     cache_read_tokens=reads,
                     cache_write_5m_tokens=writes,
                     reasoning_tokens=reasoning,
+                    recorded_cost_usd=cost(data, "cost", "message"),
                     replace=True,
                     offset=offset,
                 )
