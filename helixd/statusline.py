@@ -247,10 +247,22 @@ def local_midnight_ms(now_ms: int) -> int:
 
 
 def spend(rows: Rows, prices: Mapping[str, Price]) -> tuple[float, int]:
-    """``(usd, tokens)`` of ``(model, *counters)`` rows."""
+    """``(usd, tokens)`` of ``(model, *counters, recorded usd, costed)`` rows, priced as the
+    reports' default ``--cost auto`` prices them (``helixd.core.usage_report.priced``, pinned
+    by test): the dollars the agent recorded, and the table's price for the share of the
+    tokens of the responses that carry none."""
     usd, tokens = 0.0, 0
     for model, *c in rows:
-        usd += cost(prices[model], c)
+        n = c[6]
+        recorded = float(c[7] or 0) if len(c) > 7 else 0.0
+        costed = int(c[8] or 0) if len(c) > 8 else 0
+        if not costed:
+            usd += cost(prices[model], c)
+        elif costed >= n:
+            usd += recorded
+        else:
+            rest = n - costed
+            usd += recorded + cost(prices[model], [v * rest / n for v in c[:5]])
         tokens += sum(c[:5])
     return usd, tokens
 

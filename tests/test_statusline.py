@@ -338,3 +338,44 @@ def test_the_lines_helpers_agree_with_the_code_they_stand_for() -> None:
             assert sl.cost(price, c) == cost(book, model, c), (model, c)
     for ms in (0, 1_700_000_000_000, NOW_MS, 1_711_846_800_000, 1_730_591_999_999):
         assert sl.local_midnight_ms(ms) == local_midnight_ms(ms)
+
+
+def _pi_response(n: int, ms: int, tokens: int, dollars: float | None) -> str:
+    usage: dict[str, object] = {"input": tokens, "output": 1000, "totalTokens": tokens + 1000}
+    if dollars is not None:
+        usage["cost"] = {"total": dollars}
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "model": "claude-sonnet-4-5",
+        "provider": "anthropic",
+        "usage": usage,
+        "timestamp": ms,
+    }
+    entry = {"type": "message", "id": f"e{n}", "parentId": None, "timestamp": _iso(ms)}
+    return json.dumps({**entry, "message": message}) + "\n"
+
+
+def test_the_line_prices_the_dollars_an_agent_recorded_as_the_reports_do(
+    home: Path, helixctl: RunCli
+) -> None:
+    """Pi records the dollars of a response: the line's today and burn rate count them as
+    ``report daily`` (``--cost auto``) does — recorded where present, the table for a
+    response without — not the table's price of their tokens."""
+    now = int(time.time() * 1000)
+    project = home / ".pi" / "agent" / "sessions" / "--work-pi--"
+    project.mkdir(parents=True)
+    session = json.dumps({"type": "session", "version": 3, "id": "pi-1", "timestamp": _iso(now)})
+    (project / "2026-01-01T00-00-00-000Z_pi-1.jsonl").write_text(
+        session + "\n" + _pi_response(1, now - 60_000, 100_000, 12.5)
+        + _pi_response(2, now - 30_000, 200_000, None)
+    )  # fmt: skip
+    helixctl("ingest", "--json")
+    line = statusline(helixctl, "").stdout
+    auto = json.loads(helixctl("report", "daily", "--json").stdout)["totals"]["totalCost"]
+    table = json.loads(helixctl("report", "daily", "--json", "--cost", "calculate").stdout)
+    calculated = table["totals"]["totalCost"]
+    # the recorded $12.50 counted, the response without a cost priced from the table (the
+    # share of its bucket's tokens, when both fall in one 15-minute bucket)
+    assert 12.5 < auto < 12.5 + calculated and calculated < 1.0
+    assert f"today ${auto:,.2f}" in line and f"${auto:,.2f}/h" in line

@@ -10,7 +10,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from helixd.core.pricing import cost
+from helixd.core.usage_report import priced, priced_usd
 from helixd.store import now_queries
 
 if TYPE_CHECKING:
@@ -35,9 +35,11 @@ class Now(NamedTuple):
 
 
 def _spend(rows: Iterable[Sequence[Any]], prices: Prices) -> Spend:
+    """Priced as the reports' default ``--cost auto`` prices (the dollars agents recorded,
+    the table for the rest)."""
     usd, tokens = 0.0, 0
     for model, *c in rows:
-        usd += cost(prices, model, c)
+        usd += priced_usd(prices, model, priced(c, model, prices, "auto"))
         tokens += sum(c[:5])
     return Spend(usd, tokens)
 

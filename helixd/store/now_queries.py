@@ -18,19 +18,35 @@ SUMS = (
     "sum(b.input), sum(b.output), sum(b.cache_read), sum(b.cache_write_5m),"
     " sum(b.cache_write_1h), sum(b.reasoning), sum(b.responses)"
 )
+# The dollars the agents recorded and how many responses carry them (m016), as
+# ``helixd.store.queries.cost_sums`` reads them; a store not migrated yet has no such columns
+# (the line is read-only: it never migrates) and reads zeros.
+COST_SUMS = ", total(b.recorded_cost_usd), sum(b.costed)"
+
+
+def _rows(con: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """``sql`` (holding ``{sums}``) with the recorded-cost columns, or zeros in their place."""
+    import sqlite3
+
+    try:
+        return con.execute(sql.format(sums=SUMS + COST_SUMS), params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such column" not in str(exc):
+            raise
+        return con.execute(sql.format(sums=SUMS + ", 0.0, 0"), params).fetchall()
 
 
 def session_usage(con: sqlite3.Connection, native_id: str) -> list[tuple[Any, ...]]:
-    """``(model, *counters)`` of the session whose native id is ``native_id`` and of the
-    sessions it spawned (subagents)."""
+    """``(model, *counters, recorded usd, costed)`` of the session whose native id is
+    ``native_id`` and of the sessions it spawned (subagents)."""
     sql = (
-        f"SELECT b.model, {SUMS} FROM usage_buckets b WHERE b.session_id IN"
+        "SELECT b.model, {sums} FROM usage_buckets b WHERE b.session_id IN"
         " (SELECT id FROM sessions WHERE native_id = ?1 UNION"
         "  SELECT c.id FROM sessions c JOIN sessions p ON c.parent_uid = p.uid"
         "  WHERE p.native_id = ?1)"
         " GROUP BY b.model"
     )
-    return con.execute(sql, (native_id,)).fetchall()
+    return _rows(con, sql, (native_id,))
 
 
 def known_session(con: sqlite3.Connection, native_id: str) -> bool:
@@ -39,9 +55,10 @@ def known_session(con: sqlite3.Connection, native_id: str) -> bool:
 
 
 def usage_since(con: sqlite3.Connection, bucket: int) -> list[tuple[Any, ...]]:
-    """``(model, *counters)`` of every session's usage in the buckets from ``bucket``."""
-    sql = f"SELECT b.model, {SUMS} FROM usage_buckets b WHERE b.bucket >= ? GROUP BY 1"
-    return con.execute(sql, (bucket,)).fetchall()
+    """``(model, *counters, recorded usd, costed)`` of every session's usage in the buckets
+    from ``bucket``."""
+    sql = "SELECT b.model, {sums} FROM usage_buckets b WHERE b.bucket >= ? GROUP BY 1"
+    return _rows(con, sql, (bucket,))
 
 
 def json_text(con: sqlite3.Connection, doc: str, path: str) -> str | None:
