@@ -216,3 +216,26 @@ def test_the_cost_agents_recorded_reaches_the_fleet_and_prices_its_reports(
     assert fleet["totals"]["totalCost"] == pytest.approx(local["totals"]["totalCost"])
     calculated = ctl(db, "report", "monthly", "-z", "UTC", "--cost", "calculate")
     assert local["totals"]["totalCost"] != pytest.approx(calculated["totals"]["totalCost"])
+
+
+def test_a_fleet_database_behind_this_helix_is_refused_with_one_line(
+    make_store: Any, pg_db: str
+) -> None:
+    """A reader upgraded before the server was migrated (a reader's role may not migrate):
+    `report --fleet` and `stats --fleet` exit 3 and say which migrations are missing, instead
+    of failing on a column the older schema lacks."""
+    from tests.fleet.helpers import server
+
+    db = make_store("claude", "a")
+    asyncio.run(push_once(db, target(pg_db, "laptop", user="alice")))
+    server(pg_db, "DELETE FROM helix.migrations WHERE name = 'p003_recorded_cost'")
+    server(pg_db, "ALTER TABLE helix.usage_buckets DROP COLUMN costed")  # as p002 left it
+    env = {**cli_env(db.parent, db), "HELIX_FLEET__DSN": pg_db}
+    for args in (["report", "daily", "--fleet"], ["stats", "--fleet"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "helixd.cli.main", *args],
+            env=env, capture_output=True, text=True, cwd=REPO, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 3, proc.stderr
+        assert "p003_recorded_cost" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1

@@ -353,11 +353,17 @@ def applied_sync(conn: psycopg.Connection[Any]) -> list[str]:
 
 
 def check_readable(conn: psycopg.Connection[Any]) -> None:
-    """For reads: FleetDbError unless the schema is there and not newer than this Helix."""
+    """For reads: FleetDbError unless the schema is there and exactly this Helix's (an older
+    one lacks tables and columns the reads ask for; a reader's role may not migrate it)."""
     done = applied_sync(conn)
     if not done:
         raise FleetDbError(
             "no Helix fleet schema in this database yet (`helixctl fleet push` or"
             " `helixctl fleet migrate` creates it)"
         )
-    check_current(done)
+    missing = check_current(done)
+    if missing:
+        raise FleetDbError(
+            f"the fleet database needs migrations this Helix reads ({', '.join(missing)}):"
+            " run `helixctl fleet migrate` (or push from an up-to-date machine) first"
+        )
