@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from helixd.adapters import REGISTRY, adapter_named
 from helixd.sources.discover import Discovery, agent_roots
@@ -92,4 +93,42 @@ def test_project_directories_are_watched_without_recursion(tmp_path: Path) -> No
     watches = dict(Gate(pairs).watches())
     assert watches[str(proj)] is False
     assert watches[str(proj / ".crush")] is False and watches[str(proj / ".opencode")] is False
-    assert all(recursive for path, recursive in watches.items() if not path.startswith(str(proj)))
+    opencode = str(tmp_path / "home" / ".local" / "share" / "opencode")
+    assert watches[opencode] is False  # its databases lie at its top (max_depth 0)
+    assert all(
+        recursive
+        for path, recursive in watches.items()
+        if not path.startswith(str(proj)) and path != opencode
+    )
+
+
+def test_a_root_whose_files_lie_at_its_top_is_not_walked_below_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenCode's data directory holds its databases at the top and snapshot repositories,
+    a legacy JSON tree and logs below: the walk lists the top only, and a new directory
+    below is not scanned by the daemon either."""
+    import os
+
+    from helixd.sources import discover as discover_mod
+
+    root = tmp_path / "opencode"
+    (root / "snapshot" / "objects" / "ab").mkdir(parents=True)
+    (root / "storage" / "part" / "msg_1").mkdir(parents=True)
+    (root / "storage" / "part" / "msg_1" / "prt_1.json").write_text("{}")
+    (root / "opencode.db").write_bytes(b"")
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> object:
+        listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(discover_mod.os, "scandir", scandir)
+    pairs = [(adapter_named("opencode"), root)]
+    found = [s.path for s in Discovery(pairs)]
+    assert found == [str(root / "opencode.db")]
+    assert listed == [str(root)]
+    gate = Gate(pairs)
+    assert gate.may_hold(str(root)) and not gate.may_hold(str(root / "snapshot"))
+    assert dict(gate.watches()) == {str(root): False}

@@ -98,7 +98,11 @@ class Adapter:
     the matched files SQLite databases, read as one JSON line per new row
     (``{"table": …, "row": {…}}``) that ``parse`` receives like any line file;
     ``project_files`` non-empty makes the agent's roots project directories in which only
-    these relative paths are looked at (a few ``stat`` calls, never a walk)."""
+    these relative paths are looked at (a few ``stat`` calls, never a walk).  ``max_depth``
+    (None: any) is how many directory levels below a root the agent's files lie at most: a
+    walk goes no deeper and a root whose files lie at its top (0) is watched without its
+    subdirectories (OpenCode's data directory also holds snapshot repositories and logs that
+    are not Helix's to list or watch)."""
 
     name: str
     version: int
@@ -113,3 +117,4 @@ class Adapter:
     usage_approximate: str = ""
     tables: tuple[Table, ...] = ()
     project_files: tuple[str, ...] = ()
+    max_depth: int | None = None

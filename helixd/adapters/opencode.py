@@ -23,7 +23,8 @@ tables, ``message-v2.ts`` for the JSON in ``data``) and ``../shared/notes/format
 * **Usage**: per assistant message, ``tokens {input, output, reasoning, cache {read,
   write}}`` under ``modelID``, key ``opencode:<message id>``, ``replace=True`` (the row
   is rewritten as the reply completes).  ``step-finish`` parts repeat the same tokens per
-  step and the session row keeps their totals: neither is counted.  ``cost`` is not kept.
+  step and the session row keeps their totals: neither is counted.  The message's ``cost``
+  is the fact's recorded cost (0: none recorded).
 * **Not read**: the older JSON tree ``storage/{session,message,part}/…``.  OpenCode
   migrates it into ``opencode.db`` once, on the first start of a version with the
   database (``storage/json-migration.ts``), and keeps it; reading both would count every
@@ -48,7 +49,7 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 NAME: Final = "opencode"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: the recorded cost
 TABLES: Final = (
     Table("session", order="time_updated"),
     Table("message", order="time_updated"),
@@ -261,4 +262,5 @@ ADAPTER: Final = Adapter(
     description="OpenCode sessions (~/.local/share/opencode/opencode.db, SQLite)",
     tables=TABLES,
     usage_note="per assistant message in opencode.db (message.data.tokens)",
+    max_depth=0,  # snapshot/, storage/, log/ beside the databases are not listed or watched
 )

@@ -320,7 +320,10 @@ class Worker:
         if os.path.islink(path):  # a linked directory: its files are not read through it
             return found
         gate = self.sources()
-        for dirpath, _, files in os.walk(path):
+        if not gate.may_hold(path):
+            return found  # e.g. a directory beside OpenCode's databases (max_depth 0)
+        for dirpath, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if gate.may_hold(os.path.join(dirpath, d))]
             for name in files:
                 full = os.path.join(dirpath, name)
                 if gate.claims(full):

@@ -150,9 +150,11 @@ class Discovery:
         """``reals``: every root's real path (this one's too: its own path is never a
         subdirectory of itself)."""
         matches = root.adapter.matches
+        deepest = root.adapter.max_depth
         stack = [(root.path, "")]
         while stack:
             dirpath, prefix = stack.pop()
+            descend = deepest is None or prefix.count("/") < deepest
             try:
                 with os.scandir(dirpath) as it:
                     entries = sorted(it, key=lambda e: e.name)
@@ -166,8 +168,8 @@ class Discovery:
                     if entry.is_dir(follow_symlinks=False):
                         if matches(rel):
                             self._skip(entry.path, NOT_REGULAR, "a directory")
-                        if os.path.join(root.real, rel) not in reals:  # another root's own
-                            subdirs.append((entry.path, rel + "/"))
+                        if descend and os.path.join(root.real, rel) not in reals:
+                            subdirs.append((entry.path, rel + "/"))  # not another root's own
                         continue
                     if entry.is_symlink():
                         self._link(entry.path, matches(rel))

@@ -237,6 +237,20 @@ class Gate:
                 return True
         return False
 
+    def may_hold(self, directory: str) -> bool:
+        """Whether files some root's adapter reads can lie in ``directory`` or below it
+        (lexically, no I/O): inside a root, and no deeper than its adapter's ``max_depth``."""
+        norm = os.path.normpath(directory)
+        for adapter, root in self.configured:
+            if norm == root:
+                return True
+            rel = _below(norm, root)
+            if rel is not None and (
+                adapter.max_depth is None or rel.count("/") < adapter.max_depth
+            ):
+                return True
+        return False
+
     def roots(self) -> list[str]:
         """The configured root directories (each once)."""
         return sorted({root for _, root in self.configured})
@@ -245,9 +259,13 @@ class Gate:
         """``(directory, recursive)`` to watch: each root whole, except a project
         directory (an agent with ``project_files``), of which only the directory itself and
         those holding the agent's files are watched, not recursively (a project's tree is
-        not Helix's to watch)."""
+        not Helix's to watch), and a root whose files lie at its top (``max_depth`` 0),
+        watched without its subdirectories."""
         out: dict[str, bool] = {}
         for adapter, root in self.configured:
+            if adapter.max_depth == 0 and not adapter.project_files:
+                out.setdefault(root, False)  # its files lie at the top: no subdirectory
+                continue
             if not adapter.project_files:
                 out[root] = True
                 continue
