@@ -34,7 +34,7 @@ corpus:
 * **Usage**: per API request, the JSON text of ``say: api_req_started`` (``tokensIn``,
   ``tokensOut``, ``cacheWrites``, ``cacheReads``), key ``<agent>:<task>:<ts>``,
   ``replace=True`` (the entry is rewritten as the request completes).  No model is recorded
-  there: ``unknown``.  ``cost`` is not kept.
+  there: ``unknown``.  Its ``cost`` is the fact's recorded cost (0: none recorded).
 """
 
 from __future__ import annotations

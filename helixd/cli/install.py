@@ -191,8 +191,9 @@ def _change_hooks(
 @click.option(
     "--statusline",
     is_flag=True,
-    help="Also set the agent's status line to `helixctl statusline` (refused when the user"
-    " has one of their own).",
+    help="Also set the agent's status line to `helix-statusline` (the line `helixctl"
+    " statusline` prints, without loading the CLI; refused when the user has one of their"
+    " own).",
 )
 def hooks_install(
     agents: tuple[str, ...], dry_run: bool, exe: str | None, statusline: bool
