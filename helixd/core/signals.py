@@ -245,19 +245,22 @@ class _Extraction:
         # parallel calls, results come back in any order)
         if _result_status(row) == "error":
             self.failed_call = self.call_of(row) or self.last_call
-        if row[9] is not None and row[4] not in self.tested:
+        call = self.call_of(row) if row[4] else self.last_call
+        key = row[4] or f"#{(call or row)[0]}"
+        if row[9] is not None and key not in self.tested:
             # a test summary in the output of a call not recognised as a test command (a
             # wrapper script, make): still a test run
-            self.tested.add(row[4] or f"#{row[0]}")
-            call = self.call_of(row)
+            self.tested.add(key)
             self.out.test_runs.append(_test_run(call or row, row, (call or row)[5] or ""))
 
     def test_run(self, row: Sequence[Any]) -> None:
-        key = row[4] or f"#{row[0]}"
+        # Its call by id; an agent that records no call ids (cursor-agent transcripts)
+        # derives the test run right after its call: the last call seen.
+        call = self.call_of(row) if row[4] else self.last_call
+        key = row[4] or f"#{(call or row)[0]}"
         if key in self.tested:
             return
         self.tested.add(key)
-        call = self.call_of(row)
         command = row[6] or row[5] or ""
         self.out.test_runs.append(_test_run(call or row, self.result_of(row), command))
 
