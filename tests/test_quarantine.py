@@ -437,11 +437,11 @@ def _age(db: Path) -> None:
         DELETE FROM usage_buckets;
         INSERT INTO usage_buckets SELECT coalesce(ts, 0) / 900000, session_id, model, count(*),
             sum(input), sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h),
-            sum(reasoning) FROM usage GROUP BY 1, 2, 3;
+            sum(reasoning), NULL, 0 FROM usage GROUP BY 1, 2, 3;
         DELETE FROM usage_hours;
         INSERT INTO usage_hours SELECT coalesce(u.ts, 0) / 3600000, s.agent, u.model, count(*),
             sum(u.input), sum(u.output), sum(u.cache_read), sum(u.cache_write_5m),
-            sum(u.cache_write_1h), sum(u.reasoning)
+            sum(u.cache_write_1h), sum(u.reasoning), NULL, 0
             FROM usage u JOIN sessions s ON s.id = u.session_id GROUP BY 1, 2, 3;
         """
     )

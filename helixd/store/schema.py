@@ -63,13 +63,15 @@ def _unknown_times() -> str:
         {null}
         UPDATE usage SET ts = NULL WHERE key IN (SELECT key FROM temp.m007_usage);
         DELETE FROM usage_buckets WHERE EXISTS (SELECT 1 FROM temp.m007_usage);
-        INSERT INTO usage_buckets
+        INSERT INTO usage_buckets (bucket, session_id, model, responses, input, output,
+                cache_read, cache_write_5m, cache_write_1h, reasoning)
             SELECT coalesce(ts, 0) / 900000, session_id, model, count(*), sum(input),
                 sum(output), sum(cache_read), sum(cache_write_5m), sum(cache_write_1h),
                 sum(reasoning)
             FROM usage WHERE EXISTS (SELECT 1 FROM temp.m007_usage) GROUP BY 1, 2, 3;
         DELETE FROM usage_hours WHERE EXISTS (SELECT 1 FROM temp.m007_usage);
-        INSERT INTO usage_hours
+        INSERT INTO usage_hours (hour, agent, model, responses, input, output, cache_read,
+                cache_write_5m, cache_write_1h, reasoning)
             SELECT coalesce(u.ts, 0) / 3600000, s.agent, u.model, count(*), sum(u.input),
                 sum(u.output), sum(u.cache_read), sum(u.cache_write_5m), sum(u.cache_write_1h),
                 sum(u.reasoning)
