@@ -28,7 +28,7 @@ import psycopg
 
 from helixd.fleet.shape import for_server
 from helixd.fleet.target import Target
-from helixd.store import outbox
+from helixd.store import outbox, outbox_batch
 from helixd.store.database import Store, now_ms
 from helixd.store.pg import mirror
 from helixd.store.pg import schema as pg_schema
@@ -134,7 +134,7 @@ async def _ship(
         async with conn.transaction():
             await mirror.lock(conn, mid)
             batch = await store.call(
-                outbox.next_batch, target.batch_rows, target.include_text, target.batch_rows
+                outbox_batch.next_batch, target.batch_rows, target.include_text, target.batch_rows
             )
             if not batch.entries:
                 break

@@ -10,7 +10,7 @@ kind of text as a tool call's target, so sent with or without ``include_text``).
 Conversation text does not, unless ``fleet.include_text``: the session's title (the
 agent's own summary of the conversation) and the digest's copies of the conversation
 (``first_prompt``, ``last_assistant``, the error samples, the title) are blanked, and no event is
-read at all (``outbox.next_batch``).
+read at all (``outbox_batch.next_batch``).
 
 Every string is also made storable by PostgreSQL, which refuses NUL in ``text`` and
 ``jsonb``: NUL and lone surrogates become U+FFFD.
@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from helixd.store.outbox import SESSION_COLUMNS, Tier2Batch
+from helixd.store.outbox_batch import SESSION_COLUMNS, Tier2Batch
 
 _TITLE: Final = SESSION_COLUMNS.index("title")
 _DIGEST_TEXT: Final = ("first_prompt", "last_assistant")

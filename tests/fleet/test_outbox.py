@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helixd.store import outbox
+from helixd.store import outbox, outbox_batch
 from helixd.store.database import Store, now_ms
 from tests.fleet.helpers import local
 from tests.test_crash import run_ingest, write_corpus
@@ -50,7 +50,7 @@ def call(db: Path, fn: Any, *args: Any) -> Any:
 def drain(db: Path) -> None:
     """Confirm everything, as a push would after the server committed."""
     while True:
-        batch = call(db, outbox.next_batch, 500, False, 0)
+        batch = call(db, outbox_batch.next_batch, 500, False, 0)
         if not batch.entries:
             return
         call(db, outbox.confirm, batch, now_ms())
@@ -113,7 +113,7 @@ def test_a_row_changed_many_times_has_one_entry_keeping_its_oldest_change(make_s
 def test_a_row_changed_while_its_batch_is_in_flight_stays_queued(make_store: Any) -> None:
     db = make_store("claude")
     call(db, outbox.switch_on, now_ms(), False)
-    batch = call(db, outbox.next_batch, 50, False, 0)
+    batch = call(db, outbox_batch.next_batch, 50, False, 0)
     sent = {(e.tbl, e.k1, e.k2, e.k3) for e in batch.entries}
     moved = next(e for e in batch.entries if e.tbl == "session")
     con = sqlite3.connect(db)
@@ -145,7 +145,7 @@ def test_rows_gone_are_named_for_deletion(make_store: Any) -> None:
     with con:
         con.execute("DELETE FROM usage WHERE key = ?", (key,))
     con.close()
-    batch = call(db, outbox.next_batch, 100, False, 0)
+    batch = call(db, outbox_batch.next_batch, 100, False, 0)
     assert batch.usage_gone == [key]
     if alone == 1:  # its 15-minute bucket emptied: deleted too
         assert [k[0] for k in batch.buckets_gone] == [ts // 900_000]
@@ -165,11 +165,11 @@ def test_conversation_text_is_read_only_when_asked_and_in_slices(make_store: Any
         store = await Store.open(db)
         try:
             await store.call(outbox.switch_on, now_ms(), True)
-            plain = await store.call(outbox.next_batch, 10_000, False, 0)
+            plain = await store.call(outbox_batch.next_batch, 10_000, False, 0)
             assert plain.events == []
             seqs: list[Any] = []
             sizes = []
-            while (batch := await store.call(outbox.next_batch, 10_000, True, 40)).entries:
+            while (batch := await store.call(outbox_batch.next_batch, 10_000, True, 40)).entries:
                 sizes.append(len(batch.events))
                 seqs.extend(e[1] for e in batch.events if e[0] == uid)
                 await store.call(outbox.confirm, batch, now_ms())

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from helixd.fleet.shape import clean, clean_str, for_server, public_digest
-from helixd.store.outbox import Tier2Batch
+from helixd.store.outbox_batch import Tier2Batch
 from tests.fleet.helpers import local, push_once, server, target
 
 TABLES = (

@@ -17,7 +17,7 @@ from uuid import UUID
 
 import psycopg
 
-from helixd.store.outbox import (
+from helixd.store.outbox_batch import (
     BUCKET_COLUMNS,
     DIGEST_COLUMNS,
     EVENT_COLUMNS,
