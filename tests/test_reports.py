@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from helixd.core.pricing import price_for
-from helixd.core.usage_report import attribute, period_of, snippet
+from helixd.core.snippets import snippet
+from helixd.core.usage_report import attribute, period_of
 from tests.conftest import KEEP_FIXTURES_DAYS
 
 REPO = Path(__file__).parent.parent

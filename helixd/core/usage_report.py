@@ -1,6 +1,7 @@
 """Pure logic behind ``helixctl report``, ``tokens``, ``search`` and ``stats``: prices and
 cost, bucketing usage rows into days / weeks / months in a time zone, ccusage-shaped JSON,
-per-phase attribution of a time range, search snippets, test-framework names.
+per-phase attribution of a time range, test-framework names (search snippets:
+``helixd.core.snippets``).
 
 No I/O and no SQL: the store's queries (``helixd.store.queries``) return plain rows, the
 CLI (``helixd.cli.reports``) prints what this module builds.
@@ -535,48 +536,3 @@ def _activity(acts: Mapping[str, list[str]]) -> dict[str, Any]:
         "commands": bash[:ACTIVITY_LIST],
         "edited_files": sorted(set(edits))[:ACTIVITY_LIST],
     }
-
-
-# -- search snippets ---------------------------------------------------------------------
-_OPERATORS: Final = frozenset({"AND", "OR", "NOT", "NEAR"})
-_TERM = re.compile(r'"([^"]*)"|([\w]+\*?)', re.UNICODE)
-
-
-def query_terms(query: str) -> list[str]:
-    """The words of an FTS5 query (phrases split, operators and column filters dropped);
-    a trailing ``*`` stays as a prefix marker."""
-    terms: list[str] = []
-    for phrase, word in _TERM.findall(query):
-        if phrase:
-            terms.extend(re.findall(r"\w+", phrase))
-        elif word and word not in _OPERATORS:
-            terms.append(word)
-    return terms
-
-
-def _stem(term: str) -> str:
-    """A crude stem so that highlighting roughly follows the porter tokenizer."""
-    word = term.rstrip("*").lower()
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def snippet(
-    text: str, terms: Sequence[str], width: int = 160, mark: tuple[str, str] = ("[", "]")
-) -> str:
-    """A window of ``text`` around the first hit of ``terms`` with every hit marked."""
-    flat = " ".join(text.split())
-    stems = sorted({_stem(t) for t in terms if _stem(t)}, key=len, reverse=True)
-    if not stems:
-        return flat[:width]
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I)
-    first = pattern.search(flat)
-    start = max(0, (first.start() if first else 0) - width // 3)
-    end = min(len(flat), start + width)
-    if start and end == len(flat):
-        start = max(0, end - width)
-    window = flat[start:end]
-    marked = pattern.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
-    return ("…" if start else "") + marked + ("…" if end < len(flat) else "")

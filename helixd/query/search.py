@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from helixd.core.snippets import query_terms, snippet
 from helixd.core.timeparse import iso
-from helixd.core.usage_report import query_terms, snippet
 from helixd.store import queries
 
 __all__ = ["SearchError", "SearchQuery", "search", "searchable_kinds", "to_fts"]
