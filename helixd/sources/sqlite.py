@@ -25,8 +25,6 @@ Rules (docs/cursor-and-identity.md, "SQLite databases"):
 
 from __future__ import annotations
 
-import os
-import stat as stat_mod
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,40 +33,15 @@ from typing import Any, Final
 import orjson
 
 from helixd.adapters.base import Table
-from helixd.sources.gate import NOT_REGULAR, SYMLINK, Refused, kind_of, refusal
-from helixd.sources.tailer import FileStat, Piece, stat_file
+from helixd.sources.filestat import stat_db as stat_db
+from helixd.sources.filestat import wal_path as wal_path
+from helixd.sources.tailer import Piece
 
 MARKS_KEY: Final = "~rows"  # the cursor state's entry for the watermarks (not the adapter's)
 EDGE_MAX: Final = 10_000  # checksums kept for rows sharing the last order value
 
 # (table, where, order, since) -> the table's rows from ``since`` on (helixd.store.agentdb)
 RowsFn = Callable[[str, str, str | None, Any], Iterable[Mapping[str, Any]]]
-
-
-def wal_path(path: str) -> str:
-    return path + "-wal"
-
-
-def stat_db(path: str) -> FileStat | None:
-    """The database's identity (device, inode) with the size and mtime of the database and
-    its ``-wal`` together, so that a write that only reaches the WAL is a change; None when
-    the database is gone, ``Refused`` when it is not a regular file."""
-    st = stat_file(path)
-    if st is None:
-        return None
-    try:
-        wal = os.lstat(wal_path(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return st
-    except OSError as exc:
-        raise refusal(wal_path(path), exc) from None
-    if stat_mod.S_ISLNK(wal.st_mode):
-        raise Refused(wal_path(path), SYMLINK)
-    if not stat_mod.S_ISREG(wal.st_mode):
-        raise Refused(wal_path(path), NOT_REGULAR, kind_of(wal.st_mode))
-    if wal.st_size == 0:  # emptied by a checkpoint (the database file changed then) or
-        return st  # just created by an open: holds nothing
-    return FileStat(path, st.dev, st.ino, st.size + wal.st_size, max(st.mtime_ns, wal.st_mtime_ns))
 
 
 def _value(v: Any) -> Any:

@@ -15,8 +15,6 @@ files.  Rules (docs/cursor-and-identity.md):
 from __future__ import annotations
 
 import hashlib
-import os
-import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
@@ -25,42 +23,11 @@ import zstandard
 
 from helixd.core.records import Cursor
 from helixd.core.redact import RedactStream, redact
-from helixd.sources.gate import (
-    COMPANION_MAX,
-    NOT_REGULAR,
-    SYMLINK,
-    Refused,
-    Source,
-    kind_of,
-    read_companion,
-    refusal,
-)
+from helixd.sources.filestat import FileStat as FileStat
+from helixd.sources.filestat import stat_file as stat_file
+from helixd.sources.gate import COMPANION_MAX, Source, read_companion
 
 HEAD_BYTES: Final = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class FileStat:
-    path: str
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-
-
-def stat_file(path: str) -> FileStat | None:
-    """``lstat`` a source: None when it is gone; ``Refused`` when it is not a regular file
-    (a link, a FIFO, a directory…) or cannot be looked at."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise refusal(path, exc) from None
-    if not stat_mod.S_ISREG(st.st_mode):
-        reason = SYMLINK if stat_mod.S_ISLNK(st.st_mode) else NOT_REGULAR
-        raise Refused(path, reason, kind_of(st.st_mode))
-    return FileStat(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def unchanged(cursor: Cursor | None, st: FileStat) -> bool:
