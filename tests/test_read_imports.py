@@ -108,3 +108,31 @@ def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
         assert not [m for m in NEVER if has(m)], (name, [m for m in NEVER if has(m)])
         extra = [m for m in UNLESS_USED if has(m) and m not in USES.get(name, set())]
         assert not extra, (name, extra)
+
+
+# what `helixctl ingest` with nothing new does without (the plan finds nothing to read): the
+# event loop, the settings model, the readers (redaction, compression, hashing), the writers
+RESCAN_NEVER = (
+    "asyncio",
+    "pydantic",
+    "pydantic_settings",
+    "rich",
+    "structlog",
+    "helixd.config",
+    "helixd.core.redact",
+    "helixd.sources.tailer",
+    "helixd.sources.sqlite",
+    "zstandard",
+    "hashlib",
+    "helixd.ingest.pipeline",
+    "helixd.store.writer",
+    "helixd.store.database",
+)
+
+
+def test_a_rescan_that_finds_nothing_new_loads_no_event_loop_and_no_reader(store: RunCli) -> None:
+    again = orjson.loads(store("ingest", "--json").stdout)
+    assert again["files"] > 0 and again["files_read"] == 0, again
+    modules = loaded(store, "ingest", "--json")
+    assert "helixd.ingest.plan" in modules  # the probe ran the command
+    assert not [m for m in RESCAN_NEVER if m in modules], [m for m in RESCAN_NEVER if m in modules]

@@ -6,7 +6,6 @@ finds out cheaply whether there is anything to do; only then does the full inges
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
@@ -77,6 +76,8 @@ def ingest(
     if first.idle:
         summary = idle_summary(first, rc.store_db, pairs, started)
     else:
+        import asyncio  # the event loop only when there is work: ~40 ms of imports
+
         settings = load_settings(ctx)
         table = price_table(ctx, settings)
         summary = asyncio.run(_ingest(settings, pairs, table, evict=not no_evict))

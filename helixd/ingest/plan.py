@@ -22,9 +22,8 @@ from typing import Any
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
 from helixd.sources.discover import discover
+from helixd.sources.filestat import stat_db, stat_file
 from helixd.sources.gate import Refused
-from helixd.sources.sqlite import stat_db
-from helixd.sources.tailer import stat_file
 from helixd.store import queries
 from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
