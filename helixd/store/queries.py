@@ -467,13 +467,12 @@ def rescan_facts(con: sqlite3.Connection, versions: dict[str, int]) -> dict[str,
 
 
 def stale_file_count(con: sqlite3.Connection, versions: dict[str, int]) -> int:
-    """Files an older adapter version read (re-normalization would rebuild them)."""
+    """Files an older adapter version read (re-normalization would rebuild them): one pass
+    over ``files`` grouped by agent and version (a query per agent scanned it 23 times)."""
     return sum(
-        int(
-            con.execute(
-                "SELECT count(*) FROM files WHERE agent = ? AND adapter_version < ?",
-                (agent, version),
-            ).fetchone()[0]
+        int(n)
+        for agent, version, n in con.execute(
+            "SELECT agent, adapter_version, count(*) FROM files GROUP BY agent, adapter_version"
         )
-        for agent, version in versions.items()
+        if agent in versions and version < versions[agent]
     )
