@@ -49,6 +49,21 @@ class Turns:
             self.pending.pop(next(iter(self.pending)))
         return {"prev": self.prev, "pending": self.pending, **more}
 
+    def parsed(self, consumed: int, lines: int, **more: Any) -> Parsed:
+        """This call's records as the adapter's result: ``consumed`` bytes in ``lines`` lines,
+        the state with ``more`` (an adapter's own entries)."""
+        out = self.out
+        return Parsed(
+            consumed=consumed,
+            state=self.state(**more),
+            sessions=out.sessions,
+            events=out.events,
+            usage=out.usage,
+            bad=out.bad,
+            unknown_types=out.unknown_types,
+            lines=lines,
+        )
+
     def emit(
         self,
         uid: str,
