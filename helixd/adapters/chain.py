@@ -18,7 +18,7 @@ from typing import Any, Final
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.fields import dump
-from helixd.adapters.guard import each_line
+from helixd.adapters.guard import each_line, guarded
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -190,3 +190,26 @@ def parse_lines(
 
     consumed, lines = each_line(chunk, run, line)
     return run.finish(consumed, lines, **facts)
+
+
+def parse_items(
+    chunk: Chunk,
+    run: ChainRun,
+    items: Any,
+    handle: Callable[[int, int, dict[str, Any]], None],
+    what: str,
+) -> Parsed:
+    """A whole document's list ``items`` (Amp's ``messages``, Continue's ``history``): each
+    object handed to ``handle(index, offset, item)`` under the guard, anything else counted
+    as unknown; the document is one line and keeps no state (it is read whole each time)."""
+    if not isinstance(items, list):
+        run.unknown(f"document without {what}")
+        items = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            guarded(run, chunk.base, 0, handle, i, chunk.base, item)
+        else:
+            run.unknown(type(item).__name__)
+    parsed = run.finish(len(chunk.data), 1)
+    parsed.state.clear()
+    return parsed
