@@ -187,3 +187,46 @@ async def test_end_to_end_rows_rewritten_in_place_through_the_wal(tmp_path: Path
     }
     assert len(after) == len(before) + 2  # the rewritten tool call replaced, not added
     assert second.lines == 2 and third.files_read == 0
+
+
+async def test_a_session_in_two_channel_databases_is_rebuilt_as_a_fresh_ingest_stores_it(
+    tmp_path: Path,
+) -> None:
+    """The same session in ``opencode.db`` and in a channel database (OpenCode copies a
+    session into the channel a user switches to): stored once, and the file and offset its
+    events keep are those of the same database in a fresh ingest and in a rebuild from the
+    raw lines (``helixd/ingest/renormalize.py``), whatever order the files come in."""
+    from helixd.ingest.renormalize import renormalize
+    from tests.db_snapshot import snapshot
+    from tests.test_renormalize import old_version
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(DB, src / "opencode.db")
+    beta = src / "opencode-beta.db"
+    shutil.copy(DB, beta)  # every session in both, after one of the channel's own:
+    con = sqlite3.connect(beta)  # their rows sit at other offsets of the row stream there
+    con.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created,"
+        " time_updated) VALUES ('ses_beta_own', 'p', 's', '/tmp', 'own', '1', 1, 1)"
+    )
+    con.commit()
+    con.close()
+    adapter = adapter_named("opencode")
+    old_db, new_db = tmp_path / "old.db", tmp_path / "new.db"
+    async with await Store.open(old_db) as store:
+        await Ingestor(store).backfill(discover([(old_version(adapter), src)]))
+    async with await Store.open(old_db) as store:
+        stats = await renormalize(store, [adapter])
+        assert stats.groups == 1 and not stats.skipped
+    async with await Store.open(new_db) as store:
+        await Ingestor(store).backfill(discover([(adapter, src)]))
+    rebuilt, fresh = snapshot(old_db), snapshot(new_db)
+    for table in ("sessions", "events", "usage"):
+        assert rebuilt[table] == fresh[table], table
+    con = sqlite3.connect(new_db)
+    where = set(
+        con.execute("SELECT DISTINCT f.path FROM events e JOIN files f ON f.id = e.file_id")
+    )
+    con.close()
+    assert where == {(str(src / "opencode.db"),)}  # the default channel's database first

@@ -25,6 +25,7 @@ from helixd.adapters import (
     goose,
     grok,
     kiro,
+    kiro_cli,
     opencode,
     openhands,
     pi,
@@ -58,6 +59,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     # issue 16's missing agents
     opencode.ADAPTER,
     kiro.ADAPTER,
+    kiro_cli.ADAPTER,
     cursor_agent.ADAPTER,
 )
 

@@ -194,17 +194,7 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         guarded(run, chunk.base + pos, end - pos, run.line, chunk.base + pos, raw)
         lines += 1
         pos = end + 1
-    out = run.out
-    return Parsed(
-        consumed=consumed,
-        state=run.state(native=run.native, ts=run.ts, model=run.model, open=run.open),
-        sessions=out.sessions,
-        events=out.events,
-        usage=out.usage,
-        bad=out.bad,
-        unknown_types=out.unknown_types,
-        lines=lines,
-    )
+    return run.parsed(consumed, lines, native=run.native, ts=run.ts, model=run.model, open=run.open)
 
 
 ADAPTER: Final = Adapter(

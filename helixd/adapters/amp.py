@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.chain import ChainRun
+from helixd.adapters.chain import ChainRun, parse_items
 from helixd.adapters.fields import count, dump, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
@@ -144,18 +144,7 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         return obj
     run = _Run(NAME, chunk.ctx.rel.rsplit("/", 1)[-1][: -len(".json")], {})
     guarded(run, chunk.base, 0, run.document, obj)
-    messages = obj.get("messages")
-    if not isinstance(messages, list):
-        run.unknown("document without messages")
-        messages = []
-    for i, msg in enumerate(messages):
-        if isinstance(msg, dict):
-            guarded(run, chunk.base, 0, run.message, i, chunk.base, msg)
-        else:
-            run.unknown(type(msg).__name__)
-    parsed = run.finish(len(chunk.data), 1)
-    parsed.state.clear()
-    return parsed
+    return parse_items(chunk, run, obj.get("messages"), run.message, "messages")
 
 
 ADAPTER: Final = Adapter(

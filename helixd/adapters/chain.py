@@ -18,7 +18,7 @@ from typing import Any, Final
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.fields import dump
-from helixd.adapters.guard import each_line
+from helixd.adapters.guard import each_line, guarded
 from helixd.adapters.toolkinds import (
     describe_call,
     edited_path,
@@ -33,23 +33,15 @@ BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
 
 
-class ChainRun:
-    """One ``parse`` call of one session file of agent ``name`` (session ``native``)."""
+class ChainEvents:
+    """Events of one session chained in order (each hangs off the previous one): what
+    ``ChainRun`` and Grok's reader share.  The class sets ``uid``, ``prev``, ``info`` and
+    ``out``."""
 
-    def __init__(self, name: str, native: str, state: Mapping[str, Any]) -> None:
-        self.name = name
-        self.native: str = state.get("native") or native
-        self.uid = f"{name}:{self.native}"
-        self.prev: str | None = state.get("prev")
-        self.pending: dict[str, str] = dict(state.get("pending", {}))
-        self.extra: dict[str, Any] = dict(state.get("extra", {}))
-        self.crc = ""
-        self.info: dict[str, Any] = {}
-        self.out = Parsed(consumed=0, state={})
-
-    def rename(self, native: str) -> None:
-        """The session's own id, learned from its first record (kept for later reads)."""
-        self.native, self.uid = native, f"{self.name}:{native}"
+    uid: str
+    prev: str | None
+    info: dict[str, Any]
+    out: Parsed
 
     def unknown(self, rtype: Any) -> None:
         key = rtype if isinstance(rtype, str) else repr(rtype)
@@ -87,6 +79,25 @@ class ChainRun:
         ev = replace(src, key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
         ev = replace(ev, summary=shorten(text), body=text[:BODY_LIMIT], **fields)
         self.out.events.append(ev)
+
+
+class ChainRun(ChainEvents):
+    """One ``parse`` call of one session file of agent ``name`` (session ``native``)."""
+
+    def __init__(self, name: str, native: str, state: Mapping[str, Any]) -> None:
+        self.name = name
+        self.native: str = state.get("native") or native
+        self.uid = f"{name}:{self.native}"
+        self.prev: str | None = state.get("prev")
+        self.pending: dict[str, str] = dict(state.get("pending", {}))
+        self.extra: dict[str, Any] = dict(state.get("extra", {}))
+        self.crc = ""
+        self.info: dict[str, Any] = {}
+        self.out = Parsed(consumed=0, state={})
+
+    def rename(self, native: str) -> None:
+        """The session's own id, learned from its first record (kept for later reads)."""
+        self.native, self.uid = native, f"{self.name}:{native}"
 
     def tool_call(self, key: str, name: str, cid: str | None, args: Any, at: Any) -> Event:
         """A tool call (its ``edit`` and ``test_run`` derived from the arguments)."""
@@ -190,3 +201,26 @@ def parse_lines(
 
     consumed, lines = each_line(chunk, run, line)
     return run.finish(consumed, lines, **facts)
+
+
+def parse_items(
+    chunk: Chunk,
+    run: ChainRun,
+    items: Any,
+    handle: Callable[[int, int, dict[str, Any]], None],
+    what: str,
+) -> Parsed:
+    """A whole document's list ``items`` (Amp's ``messages``, Continue's ``history``): each
+    object handed to ``handle(index, offset, item)`` under the guard, anything else counted
+    as unknown; the document is one line and keeps no state (it is read whole each time)."""
+    if not isinstance(items, list):
+        run.unknown(f"document without {what}")
+        items = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            guarded(run, chunk.base, 0, handle, i, chunk.base, item)
+        else:
+            run.unknown(type(item).__name__)
+    parsed = run.finish(len(chunk.data), 1)
+    parsed.state.clear()
+    return parsed

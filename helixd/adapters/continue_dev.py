@@ -28,10 +28,9 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
-from helixd.adapters.chain import ChainRun
+from helixd.adapters.chain import ChainRun, parse_items
 from helixd.adapters.fields import get_dict, result_text
 from helixd.adapters.grok_summary import first_str
-from helixd.adapters.guard import guarded
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
@@ -137,18 +136,7 @@ def parse_history(kind: type[HistoryRun], name: str, chunk: Chunk) -> Parsed:
     if sid:
         run.rename(sid)
     run.document(obj, created_at(chunk.ctx.sidecar, run.native))
-    history = obj.get("history")
-    if not isinstance(history, list):
-        run.unknown("document without history")
-        history = []
-    for i, item in enumerate(history):
-        if isinstance(item, dict):
-            guarded(run, chunk.base, 0, run.item, i, chunk.base, item)
-        else:
-            run.unknown(type(item).__name__)
-    parsed = run.finish(len(chunk.data), 1)
-    parsed.state.clear()
-    return parsed
+    return parse_items(chunk, run, obj.get("history"), run.item, "history")
 
 
 ADAPTER: Final = Adapter(

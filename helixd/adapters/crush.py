@@ -201,18 +201,7 @@ def _project_dir(path: str) -> str | None:
 def _parser(name: str) -> Any:
     def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
         run = _Run(name, chunk, state)
-        consumed, lines = each_line(chunk, run, run.line)
-        out = run.out
-        return Parsed(
-            consumed=consumed,
-            state=run.state(models=run.models),
-            sessions=out.sessions,
-            events=out.events,
-            usage=out.usage,
-            bad=out.bad,
-            unknown_types=out.unknown_types,
-            lines=lines,
-        )
+        return run.parsed(*each_line(chunk, run, run.line), models=run.models)
 
     return parse
 

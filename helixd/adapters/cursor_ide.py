@@ -143,18 +143,7 @@ class _Run(Turns):
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     run = _Run(chunk, state)
-    consumed, lines = each_line(chunk, run, run.line)
-    out = run.out
-    return Parsed(
-        consumed=consumed,
-        state=run.state(),
-        sessions=out.sessions,
-        events=out.events,
-        usage=out.usage,
-        bad=out.bad,
-        unknown_types=out.unknown_types,
-        lines=lines,
-    )
+    return run.parsed(*each_line(chunk, run, run.line))
 
 
 ADAPTER: Final = Adapter(

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
@@ -43,6 +42,7 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.chain import ChainEvents
 from helixd.adapters.fields import count, dump, get_dict, get_str
 from helixd.adapters.grok_summary import NAME, first_str, parse_summary, session_of, summary_model
 from helixd.adapters.guard import each_line
@@ -52,9 +52,8 @@ from helixd.adapters.toolkinds import (
     is_test_command,
     result_signals,
     shell_command,
-    shorten,
 )
-from helixd.core.records import Event, Parsed, Role, SessionInfo, UsageFact
+from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
@@ -141,7 +140,7 @@ def block_text(content: Any) -> str:
     return f"[{ctype}]" if isinstance(ctype, str) else ""
 
 
-class _Run:
+class _Run(ChainEvents):
     """Mutable helper for one ``parse`` call of one JSONL session file."""
 
     def __init__(self, chunk: Chunk, state: Mapping[str, Any]) -> None:
@@ -160,42 +159,6 @@ class _Run:
         self.fallback_model = summary_model(side) or "grok"
         self.info: dict[str, Any] = {}
         self.out = Parsed(consumed=0, state={})
-
-    def unknown(self, name: Any) -> None:
-        key = name if isinstance(name, str) else repr(name)
-        self.out.unknown_types[key] = self.out.unknown_types.get(key, 0) + 1
-
-    def note_ts(self, ts: int | None) -> None:
-        if ts is not None:
-            self.info["first_ts"] = min(ts, self.info.get("first_ts", ts))
-            self.info["last_ts"] = max(ts, self.info.get("last_ts", ts))
-
-    def emit(
-        self, key: str, kind: str, at: tuple[int | None, int], role: Role, text: str, **kw: Any
-    ) -> Event:
-        """An event chained to the previous one; ``at`` is ``(ts, offset)``.  Thinking goes
-        to the payload, other text to the body."""
-        fields: dict[str, Any] = {"summary": shorten(text), "body": text[:BODY_LIMIT], **kw}
-        if kind == "thinking":
-            fields.update(body="", payload=text.encode("utf-8", "replace"))
-        ev = Event(self.uid, key, kind, at[0], at[1], parent_key=self.prev, role=role, **fields)
-        self.out.events.append(ev)
-        self.prev = key
-        return ev
-
-    def derived(self, src: Event, suffix: str, kind: str, role: Role, text: str, **kw: Any) -> None:
-        """An event derived from ``src``: it hangs off it and does not move the chain."""
-        key, summary, body = f"{src.key}:{suffix}", shorten(text), text[:BODY_LIMIT]
-        fields: dict[str, Any] = {
-            "payload": None,
-            "is_error": False,
-            "tokens": 0,
-            "status": None,
-            "tests": None,
-            **kw,
-        }
-        ev = replace(src, key=key, kind=kind, parent_key=src.key, role=role, **fields)
-        self.out.events.append(replace(ev, summary=summary, body=body))
 
     # -- tools (updates and chat history) ---------------------------------------------------
     def tool_call(

@@ -12,9 +12,9 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-Kind = Literal["json", "owned", "toml-argv", "json-entry", "toml-entry"]
+Kind = Literal["json", "owned", "toml-argv", "json-entry", "toml-entry", "script"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,11 @@ class HookTarget:
     in a TOML file, set to ``argv``; an existing program is chained after ``chain_flag``.
     ``json-entry`` / ``toml-entry``: one object (a table) ``value`` at the key path ``keys``
     (an MCP server, the status line); Helix's is recognised by its command running
-    ``helixctl <marker>``, anything else there is left alone and refused.
+    ``helixctl <marker>``, anything else there is left alone and refused.  An ``owned`` file
+    with a ``value`` is that whole document (an agent whose hook files have their own shape).
+    ``script``: an executable file Helix owns (``text``, mode ``mode``), named by the agent's
+    event; it is Helix's when its second line is :data:`SCRIPT_MARK`, anything else at that
+    path is refused (install) or left alone (uninstall).
     """
 
     agent: str
@@ -44,6 +48,8 @@ class HookTarget:
     keys: tuple[str, ...] = ()
     value: dict[str, Any] | None = None
     marker: str = ""
+    text: str = ""
+    mode: int = 0o600  # of a file install creates
 
 
 def _dir(value: str, home: Path) -> Path:
@@ -176,6 +182,65 @@ def qwen(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]
     return (HookTarget("qwen", "json", root / "settings.json", root, groups=groups),)
 
 
+def copilot(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """GitHub Copilot CLI loads every ``$COPILOT_HOME/hooks/*.json`` (else ``~/.copilot``):
+    Helix owns ``helix.json``, ``{"version": 1, "hooks": {event: [handler]}}`` with
+    ``bash`` commands and ``timeoutSec``.  The PascalCase event names select the payload with
+    ``hook_event_name``, ``session_id`` and ``transcript_path`` (github/docs, Copilot CLI
+    hooks reference and configuration directory reference)."""
+    base = env.get("COPILOT_HOME", "").strip()
+    root = _dir(base, home) if base else home / ".copilot"
+    cmd = _cmd(exe, "hook", "copilot")
+    handler = {"type": "command", "bash": cmd, "timeoutSec": 5}
+    doc = {"version": 1, "hooks": {e: [handler] for e in ("SessionStart", "Stop", "SessionEnd")}}
+    return (HookTarget("copilot", "owned", root / "hooks" / "helix.json", root, value=doc),)
+
+
+SCRIPT_MARK: Final = "# helix: installed by `helixctl hooks install`; removed by `hooks uninstall`"
+
+
+def _script(exe: str, agent: str) -> str:
+    return f"#!/bin/sh\n{SCRIPT_MARK}\nexec {_cmd(exe, 'hook', agent)}\n"
+
+
+def cline_cli(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """The Cline SDK (CLI 3.x) runs every file named after an event, any of a few script
+    extensions, in ``$CLINE_DIR/hooks`` (else ``~/.cline/hooks``), with the event's JSON on
+    stdin (cline/cline ``sdk/packages/core/src/hooks/hook-file-config.ts``,
+    ``hook-file-hooks.ts``, ``sdk/packages/shared/src/storage/paths.ts``).  Helix owns one
+    ``.sh`` script per event: ``TaskStart``, ``TaskComplete`` and ``SessionShutdown``."""
+    base = env.get("CLINE_DIR", "").strip()
+    root = _dir(base, home) if base else home / ".cline"
+    text = _script(exe, "cline-cli")
+    return tuple(
+        HookTarget(
+            "cline-cli", "script", root / "hooks" / f"{event}.sh", root, text=text, mode=0o700
+        )
+        for event in ("TaskStart", "TaskComplete", "SessionShutdown")
+    )
+
+
+def kiro(home: Path, env: Mapping[str, str], exe: str) -> tuple[HookTarget, ...]:
+    """Kiro (CLI v3 harness, IDE 1.x) runs the hook files in ``~/.kiro/hooks/`` in every
+    workspace: ``{"version": "v1", "hooks": [{name, trigger, action{type, command},
+    timeout, enabled}]}`` (kiro.dev/docs/cli/v3/hooks, changelog CLI 2.13 "Global Hooks").
+    Helix owns ``helix.json`` with a ``SessionStart`` and a ``Stop`` command."""
+    root = home / ".kiro"
+    cmd = _cmd(exe, "hook", "kiro")
+    hooks = [
+        {
+            "name": name,
+            "trigger": trigger,
+            "action": {"type": "command", "command": cmd},
+            "timeout": 5,
+            "enabled": True,
+        }
+        for name, trigger in (("helix-session-start", "SessionStart"), ("helix-stop", "Stop"))
+    ]
+    doc = {"version": "v1", "hooks": hooks}
+    return (HookTarget("kiro", "owned", root / "hooks" / "helix.json", root, value=doc),)
+
+
 def _claude_root(home: Path, env: Mapping[str, str]) -> Path:
     dirs = [d for d in env.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
     return _dir(dirs[0], home) if dirs else home / ".claude"
@@ -268,6 +333,9 @@ TARGETS: dict[str, TargetsFor] = {
     "gemini": gemini,
     "droid": droid,
     "qwen": qwen,
+    "copilot": copilot,
+    "cline-cli": cline_cli,
+    "kiro": kiro,
 }
 
 

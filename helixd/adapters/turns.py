@@ -49,6 +49,21 @@ class Turns:
             self.pending.pop(next(iter(self.pending)))
         return {"prev": self.prev, "pending": self.pending, **more}
 
+    def parsed(self, consumed: int, lines: int, **more: Any) -> Parsed:
+        """This call's records as the adapter's result: ``consumed`` bytes in ``lines`` lines,
+        the state with ``more`` (an adapter's own entries)."""
+        out = self.out
+        return Parsed(
+            consumed=consumed,
+            state=self.state(**more),
+            sessions=out.sessions,
+            events=out.events,
+            usage=out.usage,
+            bad=out.bad,
+            unknown_types=out.unknown_types,
+            lines=lines,
+        )
+
     def emit(
         self,
         uid: str,
@@ -86,11 +101,21 @@ class Turns:
         self.out.events.append(replace(ev, **fields))
 
     def tool_call(
-        self, uid: str, key: str, at: tuple[int | None, int], name: str, cid: str | None, args: Any
+        self,
+        uid: str,
+        key: str,
+        at: tuple[int | None, int],
+        name: str,
+        cid: str | None,
+        args: Any,
+        *,
+        kind_of: str | None = None,
     ) -> None:
+        """``kind_of``: the common tool name the call is classified as (a shell, an edit)
+        when the agent has its own name for it (Kiro's ``execute_bash`` is ``bash``)."""
         if cid:
             self.pending[cid] = name
-        command = shell_command(name, args)
+        command = shell_command(kind_of or name, args)
         src = self.emit(
             uid,
             key,
@@ -103,7 +128,7 @@ class Turns:
             call_id=cid,
             payload=dump(args) if args is not None else None,
         )
-        path = edited_path(name, args)
+        path = edited_path(kind_of or name, args)
         if path is not None:
             self.derived(src, "edit", "edit", "assistant", path)
         if command is not None and is_test_command(command):
@@ -119,9 +144,13 @@ class Turns:
         failed: bool,
         *,
         name: str | None = None,
+        rejected: bool | None = None,
     ) -> None:
+        """``rejected``: the user refused the call (None: when a failed result's text says
+        "rejected")."""
         tool = (self.pending.pop(cid, None) if cid else None) or name or None
-        rejected = failed and "rejected" in text.lower()
+        if rejected is None:
+            rejected = failed and "rejected" in text.lower()
         done = self.emit(
             uid,
             key,

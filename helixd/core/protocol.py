@@ -23,7 +23,10 @@ MAX_DEPTH: Final = 64  # arrays/objects nested deeper are refused (hook payloads
 MAX_TIMEOUT: Final = 86_400.0
 MAX_AGENT: Final = 64
 OPS: Final = frozenset({"ping", "status", "rescan", "flush", "hook"})
-SESSION_END_EVENTS: Final = frozenset({"SessionEnd", "session_end", "sessionEnd"})
+# Cline's SDK names its events in ``hookName``; its session ends with ``session_shutdown``
+SESSION_END_EVENTS: Final = frozenset(
+    {"SessionEnd", "session_end", "sessionEnd", "session_shutdown"}
+)
 
 
 class ProtocolError(ValueError):
@@ -143,7 +146,12 @@ def _verbatim(obj: dict[str, Any]) -> Request:
 
 
 def session_ended(payload: dict[str, Any]) -> bool:
-    name = payload.get("hook_event_name") or payload.get("hookEventName") or payload.get("type")
+    name = (
+        payload.get("hook_event_name")
+        or payload.get("hookEventName")
+        or payload.get("hookName")
+        or payload.get("type")
+    )
     return isinstance(name, str) and name in SESSION_END_EVENTS
 
 
@@ -162,4 +170,6 @@ def session_id(payload: dict[str, Any]) -> str | None:
         value = payload.get(key)
         if isinstance(value, str) and value:
             return value
-    return None
+    context = payload.get("sessionContext")  # Cline's SDK: its root session's id
+    value = context.get("rootSessionId") if isinstance(context, dict) else None
+    return value if isinstance(value, str) and value else None

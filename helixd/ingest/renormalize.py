@@ -84,7 +84,10 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     dctx = zstandard.ZstdDecompressor()
     batches: list[Batch] = []
     parsed_bytes = 0
-    whole = adapter.whole_file(rel)
+    # as a fresh ingest writes them (``pipeline``): a document rewritten whole, or a
+    # database's rows (rewritten in place, or the same row in two databases), replace the
+    # events stored under their keys — the last read wins, in both
+    whole = adapter.whole_file(rel) or bool(adapter.tables)
     state: dict[str, Any] = {}
     generation: int | None = None
     carry = b""

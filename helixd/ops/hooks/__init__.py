@@ -39,11 +39,30 @@ class Change:
 
 
 def _owned(t: HookTarget) -> str:
-    return json.dumps({"hooks": {e: [g] for e, g in t.groups}}, indent=2) + "\n"
+    doc = t.value if t.value is not None else {"hooks": {e: [g] for e, g in t.groups}}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _script_text(t: HookTarget, action: Action, old: str | None) -> str | None:
+    """A script Helix owns: written on install, deleted on uninstall; a file of the user's
+    at that path (no :data:`SCRIPT_MARK` line) is refused by install and kept by uninstall."""
+    from helixd.adapters.hooktargets import SCRIPT_MARK
+
+    ours = old is None or SCRIPT_MARK in old.splitlines()[1:2]
+    if action == "uninstall":
+        return None if ours else old
+    if not ours:
+        raise HookFileError(
+            f"{t.path} is a hook of your own (not Helix's); left untouched: move it aside"
+            " or run Helix's command from it"
+        )
+    return t.text
 
 
 def snippet(t: HookTarget) -> str:
     """What to paste by hand when the file cannot be edited (commented settings)."""
+    if t.kind == "script":
+        return t.text
     if t.kind == "json-entry":
         node: object = t.value
         for key in reversed(t.keys):
@@ -100,9 +119,12 @@ def _new_text(
     where = str(t.path)
     if t.kind in ("json-entry", "toml-entry"):
         return _entry_text(t, action, old, created)
+    if t.kind == "script":
+        return _script_text(t, action, old)
     if t.kind == "owned":
         if old is not None:
-            jsonedit.parse(old, where)  # refuse to replace or delete a file we cannot read
+            # refuse to replace or delete a file we cannot read
+            jsonedit.parse(old, where, hooks_shape=t.value is None)
         return _owned(t) if action == "install" else None
     if t.kind == "toml-argv":
         from helixd.ops.hooks import tomledit
@@ -128,6 +150,8 @@ def _empty(t: HookTarget, text: str) -> bool:
     """Whether ``text`` holds nothing: ``{}`` for a JSON file, no key and no comment for TOML."""
     if t.kind == "toml-argv":
         return text.strip() == ""
+    if t.kind == "script":
+        return False
     return jsonedit.parse(text, str(t.path)) == {}
 
 
@@ -163,7 +187,7 @@ def apply(
         else:
             made = [*created.missing_dirs(path), path] if current is None else []
             created.add(created_log, [*made, *change.marks])
-            fileedit.atomic_write(path, change.new)
+            fileedit.atomic_write(path, change.new, change.target.mode)
         if change.action == "uninstall" and change.target.keys:
             created.discard(created_log, [mark(change.target)])
         return saved

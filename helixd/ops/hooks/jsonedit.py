@@ -41,8 +41,11 @@ def has_comments(text: str) -> bool:
     return any(not m.group(0).startswith('"') for m in _COMMENT.finditer(text))
 
 
-def parse(text: str, where: str, comments_allowed: bool = False) -> dict[str, Any]:
-    """The settings object in ``text``; HookFileError when it is not strict JSON."""
+def parse(
+    text: str, where: str, comments_allowed: bool = False, hooks_shape: bool = True
+) -> dict[str, Any]:
+    """The settings object in ``text``; HookFileError when it is not strict JSON (or, with
+    ``hooks_shape``, its ``hooks`` is not an object of event lists)."""
     if text.strip() == "":
         return {}
     try:
@@ -56,7 +59,7 @@ def parse(text: str, where: str, comments_allowed: bool = False) -> dict[str, An
         raise HookFileError(f"{where} is not valid JSON ({exc}); left untouched") from exc
     if not isinstance(doc, dict):
         raise HookFileError(f"{where}: the top level is not a JSON object; left untouched")
-    hooks = doc.get("hooks")
+    hooks = doc.get("hooks") if hooks_shape else None
     if hooks is not None and not isinstance(hooks, dict):
         raise HookFileError(f'{where}: "hooks" is not an object; left untouched')
     for event, groups in (hooks or {}).items():
