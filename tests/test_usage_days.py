@@ -16,11 +16,12 @@ import pytest
 
 from helixd.adapters import REGISTRY
 from helixd.core.pricing import bundled, cost
+from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query import metrics, open_reader
 from helixd.store import metrics_queries as mq
 from helixd.store import usage_days
-from helixd.store.database import Store
+from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
 
 DAY_MS = 86_400_000
@@ -61,6 +62,7 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         await Ingestor(store).backfill(discover(pairs))
                         _days_match_the_buckets(store.path)
             await Ingestor(store).backfill(discover(pairs))
+            await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
         finally:
             await store.close()
 
@@ -173,6 +175,29 @@ def test_the_cost_figures_equal_the_facts(corpus_store: Path) -> None:
             assert got_days.keys() == days.keys()
             for k, usd in days.items():
                 assert got_days[k] == pytest.approx(round(usd, 6), abs=2e-6)
+    finally:
+        con.close()
+
+
+def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path) -> None:
+    """``files`` finds the top paths first, then their figures: the same rows, in the same
+    order, as one GROUP BY over every operation."""
+    con = open_reader(corpus_store)
+    try:
+        ts = sorted(t for (t,) in con.execute("SELECT ts FROM file_operations WHERE ts > 0"))
+        agents = [a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions")]
+        for sc in (mq.Scope(), mq.Scope(since=ts[len(ts) // 2]), mq.Scope(agents=agents[:1])):
+            where, params = mq._signal_scope(sc, "f")
+            for limit in (3, 50):
+                want = con.execute(
+                    "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
+                    " count(DISTINCT f.session_id), sum(f.lines_added), sum(f.lines_removed),"
+                    " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts)"
+                    f" FROM file_operations f{where} GROUP BY f.file_path"
+                    " ORDER BY count(*) DESC, f.file_path LIMIT ?",
+                    [*params, limit],
+                ).fetchall()
+                assert mq.files(con, sc, limit) == want and want
     finally:
         con.close()
 
