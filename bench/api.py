@@ -46,6 +46,9 @@ def env_for(home: Path, db: Path, state: Path, web: bool) -> dict[str, str]:
         HELIX_WEB__PORT="0",
         HELIX_WEB__ENABLED="true" if web else "false",
         HELIX_DAEMON__ANALYZE_SECONDS="3600",
+        # a generated corpus is dated months back: the age backstop (45 days) would evict
+        # its raw tier (and its events) on the daemon's first retention pass
+        HELIX_RETENTION__RAW_MAX_AGE_DAYS="36500",
         XDG_CONFIG_HOME=str(state / "config"),
     )
     env.pop("XDG_RUNTIME_DIR", None)
