@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from helixd.core.pricing import cost
+from helixd.core.pricing import price_for
 from helixd.core.timeparse import iso
 from helixd.store import metrics_queries as mq
-from helixd.store.metrics_queries import Scope
+from helixd.store.metrics_queries import Rates, Scope
 
 if TYPE_CHECKING:
     from helixd.core.pricing import Prices
@@ -55,12 +54,6 @@ _TOKEN_NAMES: Final = ("input", "output", "cache_read", "cache_write", "reasonin
                        "responses")  # fmt: skip
 
 
-def _vector(c: Iterable[int]) -> list[Any]:
-    """A usage row's counters as ``[*_TOKEN_NAMES]`` (a list: summed in place, cheaply)."""
-    i, o, cr, c5, c1, reasoning, responses = (int(x or 0) for x in c)
-    return [i, o, cr, c5 + c1, reasoning, i + o + cr + c5 + c1, responses]
-
-
 def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any], usd: float) -> None:
     """Add ``vec`` and ``usd`` to ``into[key]`` (``[*counters, cost]``): the same additions
     in the same order as summing dicts, so the floats come out identical."""
@@ -83,6 +76,34 @@ def _ranked(d: dict[Any, list[Any]]) -> list[Any]:
     return sorted(d, key=lambda k: (-d[k][7], -d[k][5], str(k)))
 
 
+def rates(con: sqlite3.Connection, prices: Prices) -> dict[str, tuple[float, ...]]:
+    """Today's price of every model with usage (per million tokens: input, output, cache
+    read, cache write 5 m, 1 h); unpriced models are left out (they cost 0)."""
+    out: dict[str, tuple[float, ...]] = {}
+    for model in mq.usage_models(con):
+        p = price_for(prices, model)
+        if p is not None:
+            out[model] = (
+                p["input"], p["output"], p["cache_read"], p["cache_write_5m"], p["cache_write_1h"]
+            )  # fmt: skip
+    return out
+
+
+def _priced(
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, at: Rates, offset_s: int = 0
+) -> list[tuple[Any, Any, list[Any]]]:
+    """``(slot, key, [*_TOKEN_NAMES, usd])`` per slot and key, priced and summed by the
+    store."""
+    out = []
+    for slot, key, i, o, cr, c5, c1, reasoning, responses, usd in mq.usage_priced(
+        con, sc, group, step_s, at, offset_s
+    ):
+        i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
+        vec = [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
+        out.append((slot, key, vec))
+    return out
+
+
 def usage_series(
     con: sqlite3.Connection,
     sc: Scope,
@@ -90,17 +111,17 @@ def usage_series(
     group: str = "",
     step: str | None = "day",
     offset_s: int = 0,
+    at: Rates | None = None,
 ) -> dict[str, Any]:
     """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
     step_s = STEPS[step] if step else None
     slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
     totals: dict[str, list[Any]] = {}
-    for slot, key, model, *c in mq.usage(con, sc, group, step_s, offset_s):
-        vec = _vector(c)
-        usd = cost(prices, model, c[:5])
+    at = rates(con, prices) if at is None else at
+    for slot, key, vec in _priced(con, sc, group, step_s, at, offset_s):
         k = str(key)
-        _add(slots[slot], k, vec, usd)
-        _add(totals, k, vec, usd)
+        slots[slot][k] = vec
+        _add(totals, k, vec, vec[7])
     keys = sorted(totals, key=lambda k: (-totals[k][7], -totals[k][5], k))
     return {
         "group": group or None,
@@ -178,22 +199,16 @@ def costs(
     top: int = 10,
 ) -> dict[str, Any]:
     """Cost over time by ``group``, the totals by agent, repo and model, and the sessions
-    that cost most (one read of the usage per session and model for all of those)."""
+    that cost most (each priced and summed by the store: only the answer's rows come back)."""
     from helixd.query.detail import session_cards
 
-    over_time = usage_series(con, sc, prices, group, step, offset_s)
-    keys = mq.session_keys(con)
-    by: dict[str, dict[Any, list[Any]]] = {"agent": {}, "repo": {}, "model": {}}
-    per_session: dict[Any, list[Any]] = {}
-    by_agent, by_repo, by_model = by["agent"], by["repo"], by["model"]
-    for _slot, sid, model, *c in mq.usage(con, sc, "session", None):
-        vec = _vector(c)
-        usd = cost(prices, model, c[:5])
-        agent, repo = keys.get(int(sid), ("", ""))
-        _add(by_agent, agent, vec, usd)
-        _add(by_repo, repo, vec, usd)
-        _add(by_model, model, vec, usd)
-        _add(per_session, int(sid), vec, usd)
+    at = rates(con, prices)
+    over_time = usage_series(con, sc, prices, group, step, offset_s, at)
+    by: dict[str, dict[Any, list[Any]]] = {
+        g: {str(k): vec for _slot, k, vec in _priced(con, sc, g, None, at)}
+        for g in ("agent", "repo", "model")
+    }
+    per_session = {int(k): vec for _slot, k, vec in _priced(con, sc, "session", None, at)}
 
     def ranked(d: dict[Any, list[Any]]) -> dict[Any, dict[str, Any]]:
         return {k: _doc(d[k]) for k in _ranked(d)}

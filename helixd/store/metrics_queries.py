@@ -11,7 +11,7 @@ A time slot is ``(epoch seconds + offset_s) // step_s``: days in a fixed UTC off
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,6 +21,9 @@ _COUNTERS: Final = (
     "sum({p}input), sum({p}output), sum({p}cache_read), sum({p}cache_write_5m),"
     " sum({p}cache_write_1h), sum({p}reasoning), sum({p}responses)"
 )
+_USAGE_COLS: Final = ("slot", "input", "output", "cache_read", "cache_write_5m",
+                      "cache_write_1h", "reasoning", "responses")  # fmt: skip
+_COUNTERS_AS: Final = ", ".join(f"sum({{p}}{c}) AS {c}" for c in _USAGE_COLS[1:])
 GROUPS: Final = ("", "agent", "repo", "model", "session")
 HOUR_MS: Final = 3_600_000
 
@@ -43,60 +46,110 @@ def _model_clause(where: list[str], params: list[Any], column: str, model: str |
         params.extend([model, len(model) + 1, model + "-"])
 
 
-def usage(
-    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, offset_s: int = 0
-) -> list[tuple[Any, ...]]:
-    """``(slot, key, model, input, output, cache_read, cache_write_5m, cache_write_1h,
-    reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
-    ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
-    id).  Reads ``usage_hours`` when it can (no repo, no session grouping, whole hours)."""
+DAY_MS: Final = 86_400_000
+# USD per million tokens of a model: input, output, cache read, cache write 5 m, 1 h
+Rates = Mapping[str, Sequence[float]]
+
+
+def _usage_source(
+    sc: Scope, group: str, step_s: int | None, offset_s: int
+) -> tuple[str, str, str, str, list[str], list[Any]]:
+    """``(table, slot, key, model column, where, params)`` of a usage read: ``usage_hours``
+    when it answers (no repo, no session grouping, whole hours), else ``usage_days`` (whole
+    UTC days, and slots of whole days in UTC or none), else ``usage_buckets``."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
     hourly = (
         not sc.repo
         and group not in ("repo", "session")
-        and all(t is None or t % 3_600_000 == 0 for t in (sc.since, sc.until))
+        and all(t is None or t % HOUR_MS == 0 for t in (sc.since, sc.until))
+    )
+    daily = (step_s is None or (step_s % 86_400 == 0 and offset_s % 86_400 == 0)) and all(
+        t is None or t % DAY_MS == 0 for t in (sc.since, sc.until)
     )
     where: list[str] = []
     params: list[Any] = []
     if hourly:
-        unit, table, time_col = 3600, "usage_hours h", "h.hour"
+        unit, table, time_col, known = 3600, "usage_hours x", "x.hour", "x.hour > 0"
         if sc.agents:
-            where.append(f"h.agent IN ({','.join('?' * len(sc.agents))})")
+            where.append(f"x.agent IN ({','.join('?' * len(sc.agents))})")
             params.extend(sc.agents)
-        key = {"": "''", "agent": "h.agent", "model": "h.model"}[group]
-        model_col, p = "h.model", "h."
+        key = {"": "''", "agent": "x.agent", "model": "x.model"}[group]
     else:
-        unit, table, time_col = (
-            900,
-            "usage_buckets b JOIN sessions s ON s.id = b.session_id",
-            "b.bucket",
+        unit, table, time_col, known = (
+            (86_400, "usage_days x", "x.day", "x.day >= 0")
+            if daily
+            else (900, "usage_buckets x", "x.bucket", "x.bucket > 0")
         )
+        table += " JOIN sessions s ON s.id = x.session_id"
         session_filter(where, params, sc.agents, sc.repo)
         key = {
             "": "''",
             "agent": "s.agent",
             "repo": "coalesce(s.repo, '')",
-            "model": "b.model",
-            "session": "b.session_id",
+            "model": "x.model",
+            "session": "x.session_id",
         }[group]
-        model_col, p = "b.model", "b."
     if sc.since is not None:
         where.append(f"{time_col} >= ?")
         params.append(sc.since // (unit * 1000))
     if sc.until is not None:
         where.append(f"{time_col} < ?")
         params.append(-(-sc.until // (unit * 1000)))
-    _model_clause(where, params, model_col, sc.model)
+    _model_clause(where, params, "x.model", sc.model)
     if step_s:
-        where.append(f"{time_col} > 0")  # usage of unknown time is in totals, not on a day
+        where.append(known)  # usage of unknown time is in totals, not on a day
     slot = f"({time_col} * {unit} + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
+    return table, slot, key, "x.model", where, params
+
+
+def usage(
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, offset_s: int = 0
+) -> list[tuple[Any, ...]]:
+    """``(slot, key, model, input, output, cache_read, cache_write_5m, cache_write_1h,
+    reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
+    ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
+    id)."""
+    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
     sql = (
-        f"SELECT {slot} AS slot, {key} AS k, {model_col}, {_COUNTERS.format(p=p)}"
+        f"SELECT {slot} AS slot, {key} AS k, {model}, {_COUNTERS.format(p='x.')}"
         f" FROM {table}{' WHERE ' + ' AND '.join(where) if where else ''}"
         " GROUP BY slot, k, 3"
     )
     return con.execute(sql, params).fetchall()
+
+
+def usage_priced(
+    con: sqlite3.Connection,
+    sc: Scope,
+    group: str,
+    step_s: int | None,
+    rates: Rates,
+    offset_s: int = 0,
+) -> list[tuple[Any, ...]]:
+    """``(slot, key, input, output, cache_read, cache_write_5m, cache_write_1h, reasoning,
+    responses, usd)`` per time slot and ``group`` (as ``usage``, models summed): each
+    row's dollars at ``rates`` (a model without one costs 0), summed by SQLite, so only the
+    answer's rows come back."""
+    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
+    values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
+    sums = ", ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:])
+    sql = (
+        f"WITH p (model, i, o, cr, w5, w1) AS (VALUES {values})"
+        f" SELECT g.slot, g.k, {sums}, coalesce(sum((g.input * p.i + g.output * p.o"
+        " + g.cache_read * p.cr + g.cache_write_5m * p.w5 + g.cache_write_1h * p.w1) / 1e6), 0.0)"
+        f" FROM (SELECT {slot} AS slot, {key} AS k, {model} AS model,"
+        f" {_COUNTERS_AS.format(p='x.')} FROM {table}"
+        f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY slot, k, 3) g"
+        " LEFT JOIN p ON p.model = g.model GROUP BY g.slot, g.k"
+    )
+    args = [v for m, r in rates.items() for v in (m, *r)]
+    return con.execute(sql, [*args, *params]).fetchall()
+
+
+def usage_models(con: sqlite3.Connection) -> list[str]:
+    """Every model with usage (the models a price lookup may need)."""
+    return [r[0] for r in con.execute("SELECT DISTINCT model FROM usage_hours")]
 
 
 def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, list[Any]]:
@@ -265,16 +318,31 @@ def tools_per_slot(
 
 def files(con: sqlite3.Connection, sc: Scope, limit: int) -> list[tuple[Any, ...]]:
     """``(path, language, operations, writes, sessions, lines added, lines removed,
-    accepted, rejected, last ts)`` of the most operated-on files."""
+    accepted, rejected, last ts)`` of the most operated-on files.  Two steps: the top paths
+    by count (from the path index alone when the scope has no bounds), then the figures of
+    those paths only — a file is mostly operated on once, so grouping every operation with
+    its distinct sessions and lines cost as many table reads and sorts as operations."""
     where, params = _signal_scope(sc, "f")
-    return con.execute(
+    top = [
+        r[0]
+        for r in con.execute(
+            f"SELECT f.file_path FROM file_operations f{where} GROUP BY f.file_path"
+            " ORDER BY count(*) DESC, f.file_path LIMIT ?",
+            [*params, int(limit)],
+        )
+    ]
+    if not top:
+        return []
+    rank = {p: i for i, p in enumerate(top)}
+    rows = con.execute(
         "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
         " count(DISTINCT f.session_id), sum(f.lines_added), sum(f.lines_removed),"
-        " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts)"
-        f" FROM file_operations f{where} GROUP BY f.file_path"
-        " ORDER BY count(*) DESC, f.file_path LIMIT ?",
-        [*params, int(limit)],
+        " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts) FROM file_operations f"
+        f"{where}{' AND' if where else ' WHERE'} f.file_path IN ({','.join('?' * len(top))})"
+        " GROUP BY f.file_path",
+        [*params, *top],
     ).fetchall()
+    return sorted(rows, key=lambda r: rank[r[0]])
 
 
 def file_slots(

@@ -353,15 +353,20 @@ def search(
     until: int | None = None,
     kinds: Sequence[str] = (),
     offset: int = 0,
+    min_id: int | None = None,
 ) -> list[dict[str, Any]]:
     """Hits of an FTS5 query, best first (bm25), with what is left of each event's text
     (its body, else its summary; nothing once the event row itself was evicted) and the
-    event's ``seq`` in its session (None once evicted)."""
+    event's ``seq`` in its session (None once evicted); with ``min_id``, only documents
+    from that id on (``search_window.newest_floor``)."""
     # Rank inside the index first and join the display columns for the page only: a common
     # word matches tens of thousands of documents, and joining every one before the sort
     # costs several times the ranking itself.
     where = ["search MATCH ?"]
     params: list[Any] = [query]
+    if min_id is not None:
+        where.append("search.rowid >= ?")
+        params.append(min_id)
     joins = ""
     if since is not None or until is not None or kinds or agents or repo:
         joins = " JOIN search_docs d ON d.id = search.rowid"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from helixd.store import usage_days
 from helixd.store.migration_sql import (
     HOOK_SOURCES,
     NOW_MS,
@@ -569,4 +570,5 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         + enqueue_all_once("signals", "SELECT DISTINCT session_id AS k FROM file_operations")
         + enqueue_all_once("hook", "SELECT id AS k FROM hook_events"),
     ),
+    ("m024_usage_days", usage_days.migration()),
 )

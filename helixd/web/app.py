@@ -4,25 +4,21 @@ and the pages (``pages.py``), behind the Host/Origin guard (``security.py``)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, Final
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from helixd.web import openapi
-from helixd.web.api import JSON, Api, problem
+from helixd.web.api import JSON, Api
+from helixd.web.base import guarded_app
 from helixd.web.live import LiveFeed
 from helixd.web.options import WebOptions
-from helixd.web.params import BadParam
 from helixd.web.reads import Reads
-from helixd.web.security import Guard, load_token
+from helixd.web.security import load_token
 
-HERE = Path(__file__).parent
 # page path -> the ``Pages`` method that answers it
 PAGES: Final = (
     ("/", "overview"),
@@ -99,30 +95,8 @@ def build_app(o: WebOptions) -> tuple[Starlette, LiveFeed, Reads]:
         Route("/api/live", live),
         Route("/api/openapi.json", schema),
         *pages.routes(),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-
-    async def bad_param(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith("/api/"):
-            return problem(400, str(exc))
-        return await pages.error(request, 400, str(exc))
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if request.url.path.startswith("/api/"):
-            return problem(exc.status_code, str(exc.detail))
-        return await pages.error(request, exc.status_code, str(exc.detail))
-
-    async def no_store(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith("/api/"):
-            return problem(503, str(exc))
-        return await pages.error(request, 503, str(exc))
-
     from helixd.query import NoStore
 
-    app = Starlette(
-        routes=routes,
-        exception_handlers={BadParam: bad_param, HTTPException: http_error, NoStore: no_store},
-    )
-    app.add_middleware(Guard, hosts=(o.host, *o.allowed_hosts))
+    app = guarded_app(routes, pages.error, (NoStore,), (o.host, *o.allowed_hosts))
     return app, feed, reads

@@ -25,18 +25,16 @@ import anyio.to_thread
 import psycopg
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from helixd import __version__
 from helixd.query import fleet
 from helixd.query.usage import ReportQuery
 from helixd.web.api import JSON, problem
+from helixd.web.base import guarded_app, listening_socket
 from helixd.web.params import BadParam
-from helixd.web.security import Guard
 
 HERE = Path(__file__).parent
 T = TypeVar("T")
@@ -259,47 +257,23 @@ def build_fleet_app(o: FleetWebOptions) -> tuple[Starlette, FleetReads]:
         Route("/api/sessions/{uid}", api.api_session),
         *(Route(href, pages.handler(key)) for key, href, _ in VIEWS),
         Route("/sessions/{uid}", pages.session),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 
-    async def failed(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, BadParam):
-            status, message = 400, str(exc)
-        elif isinstance(exc, HTTPException):
-            status, message = exc.status_code, str(exc.detail)
-        else:
-            status, message = 503, str(exc)
-        if request.url.path.startswith("/api/"):
-            return problem(status, message)
+    async def page_error(request: Request, status: int, message: str) -> Response:
         return HTMLResponse(pages.error(status, message), status_code=status)
 
-    app = Starlette(
-        routes=routes,
-        exception_handlers={BadParam: failed, HTTPException: failed, fleet.FleetDbError: failed},
-    )
-    app.add_middleware(Guard, hosts=(o.host, *o.allowed_hosts))
+    app = guarded_app(routes, page_error, (fleet.FleetDbError,), (o.host, *o.allowed_hosts))
     return app, reads
 
 
 def serve_fleet(o: FleetWebOptions, listening: Callable[[str], None]) -> None:
     """Serve the fleet dashboard in the foreground until SIGINT or SIGTERM; ``listening(url)``
     once the socket is bound (port 0: any free port).  OSError when it cannot be bound."""
-    import socket
-
     import uvicorn
 
     app, reads = build_fleet_app(o)
-    family = socket.AF_INET6 if ":" in o.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((o.host, o.port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)
-    host = f"[{o.host}]" if ":" in o.host else o.host
-    listening(f"http://{host}:{sock.getsockname()[1]}/")
+    sock, url = listening_socket(o.host, o.port)
+    listening(url)
     config = uvicorn.Config(
         app,
         lifespan="off",

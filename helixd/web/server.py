@@ -19,6 +19,7 @@ import uvicorn
 
 from helixd.core.commits import CommitHub
 from helixd.web.app import build_app
+from helixd.web.base import listening_socket
 from helixd.web.options import WebOptions
 
 log = structlog.get_logger("helixd.web")
@@ -52,23 +53,9 @@ class WebServer:
     def bind(self) -> str:
         """Open the listening socket now (so that a port in use is known at once); returns
         the URL.  Raises OSError when the address cannot be bound."""
-        o = self.options
-        family = socket.AF_INET6 if ":" in o.host else socket.AF_INET
-        # proto TCP (not 0): asyncio then sets TCP_NODELAY on each accepted connection, else
-        # a keep-alive answer written in two pieces waits ~40 ms for the delayed ACK
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((o.host, o.port))
-        except OSError:
-            sock.close()
-            raise
-        sock.listen(128)
+        sock, self.url = listening_socket(self.options.host, self.options.port)
         sock.set_inheritable(True)
         self.sock = sock
-        port = sock.getsockname()[1]
-        host = f"[{o.host}]" if ":" in o.host else o.host
-        self.url = f"http://{host}:{port}/"
         return self.url
 
     async def serve(self) -> None:
