@@ -69,16 +69,18 @@ def _status_facts(
 
 
 def _survey(rc: Any) -> dict[str, Any]:
-    """The files under the roots and those Helix cannot read (nothing is opened)."""
+    """The files under the roots and those Helix cannot read (nothing is opened): kept in
+    the cache directory between runs and walked again when something it depended on
+    changed (``helixd.sources.surveycache``)."""
     import os
     from pathlib import Path
 
-    from helixd.adapters import REGISTRY
+    from helixd.paths import cache_dir
     from helixd.query.projects import known_projects
-    from helixd.sources.discover import agent_roots, survey
+    from helixd.sources.surveycache import cached_survey
 
     projects = known_projects(rc.store_db)
-    return survey(agent_roots(rc, REGISTRY, os.environ, Path.home(), projects))
+    return cached_survey(rc, os.environ, Path.home(), projects, cache_dir() / "survey.json")
 
 
 def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:
