@@ -179,7 +179,7 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     ``(path, offset, gone_at)`` for the ingest lag."""
     # only `status` asks: the other session reads skip zstandard, the retention module, hashlib
     from helixd.store import badlines
-    from helixd.store.evict import tier1_bytes
+    from helixd.store.tier1 import tier1_bytes
 
     agents = con.execute(
         "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent"
