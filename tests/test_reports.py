@@ -666,3 +666,39 @@ def test_attribute_reports_a_phase_without_usage_as_zeros() -> None:
     assert [
         (p["phase"], p["inputTokens"], p["turns"], p["bash_commands"]) for p in doc["phases"]
     ] == [("a", 1, 1, 0), ("b", 0, 0, 1), ("c", 1, 1, 0)]
+
+
+def _ranked(con: sqlite3.Connection, match: str, newest: int | None) -> list[tuple[int, float]]:
+    """Every document matching, bm25-ranked (the newest ``newest`` only, by rowid)."""
+    rows = con.execute(
+        "SELECT rowid, bm25(search) FROM search WHERE search MATCH ? ORDER BY rowid DESC", (match,)
+    ).fetchall()
+    return sorted(rows[:newest] if newest else rows, key=lambda r: r[1])
+
+
+def test_a_common_word_ranks_its_newest_matches_only(
+    claude_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: bm25 runs once per matching document, so a search without filters ranks the
+    newest ``RANKED_MATCHES`` matches (rowid order: as read); scores are the whole index's.
+    With a filter, or fewer matches, every match is ranked."""
+    from helixd.store import queries
+
+    con = sqlite3.connect(f"file:{claude_db}?mode=ro", uri=True)
+    match = '"the"'
+    everything = _ranked(con, match, None)
+    assert len(everything) > 200
+    monkeypatch.setattr(queries, "RANKED_MATCHES", 50)
+    newest = _ranked(con, match, 50)
+    hits = queries.search(con, match, 20)
+    assert [h["score"] for h in hits] == [s for _, s in newest[:20]]
+    assert {h["event_id"] for h in hits} <= {r for r, _ in newest}
+    assert [h["score"] for h in hits] != [s for _, s in everything[:20]]  # older ones win there
+    assert queries.search(con, match, 20) == hits  # deterministic
+    paged = queries.search(con, match, 20, offset=60)  # past the cap: offset + limit newest
+    assert [h["score"] for h in paged] == [s for _, s in _ranked(con, match, 80)[60:80]]
+    filtered = queries.search(con, match, 20, since=0)  # a filter: every match ranked
+    assert [h["score"] for h in filtered] == [s for _, s in everything[:20]]
+    monkeypatch.setattr(queries, "RANKED_MATCHES", len(everything))
+    assert [h["score"] for h in queries.search(con, match, 20)] == [s for _, s in everything[:20]]
+    con.close()

@@ -343,6 +343,28 @@ def activity_records(
     return rows, files
 
 
+# A search without filters ranks the newest this many matching documents (docs/storage.md,
+# "Search"): a word in every other event matches tens of thousands.
+RANKED_MATCHES: Final = 5_000
+
+
+def _oldest_ranked(con: sqlite3.Connection, query: str, candidates: int) -> int | None:
+    """The rowid of the ``candidates``-th newest document matching ``query`` (rowids are
+    event ids: they grow as events are read), None when fewer match.  Walks the doclists
+    in rowid order without ranking (FTS5's own ``ORDER BY rowid DESC``)."""
+    try:
+        row = con.execute(
+            "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (query, candidates - 1),
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "no such table" in text or "locked" in text or "disk" in text:
+            raise
+        raise QueryError(text) from exc
+    return None if row is None else int(row[0])
+
+
 def search(
     con: sqlite3.Connection,
     query: str,
@@ -365,6 +387,13 @@ def search(
     joins = ""
     if since is not None or until is not None or kinds or agents or repo:
         joins = " JOIN search_docs d ON d.id = search.rowid"
+    else:
+        # bm25 runs once per matching document: only the newest RANKED_MATCHES are ranked
+        # (scores unchanged: the index's statistics are whole-index ones)
+        oldest = _oldest_ranked(con, query, max(RANKED_MATCHES, offset + limit))
+        if oldest is not None:
+            where.append("search.rowid >= ?")
+            params.append(oldest)
     if since is not None:
         where.append("d.ts >= ?")
         params.append(since)
