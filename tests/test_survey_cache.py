@@ -139,3 +139,29 @@ def test_a_damaged_cache_is_walked_over(corpus: Path, tmp_path: Path) -> None:
     for junk in (b"{", b"[]", b'{"key": 1}', cache.read_bytes()[:100]):
         cache.write_bytes(junk)
         assert _cached(rc, home, env, cache) == first
+
+
+def test_a_project_file_appearing_walks_again_other_files_there_do_not(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """A project directory is looked into for the agents' files only (Aider's history,
+    Crush's database): another file there (a busy ``/tmp``) keeps the survey."""
+    from helixd.adapters.aider import FILE
+
+    home, cache, env = corpus, tmp_path / "cache" / "survey.json", {"HOME": str(corpus)}
+    project = tmp_path / "project"
+    project.mkdir()
+    rc = _rc(home)
+
+    def walk() -> dict[str, Any]:
+        return survey(agent_roots(rc, REGISTRY, env, home, [str(project)]))
+
+    first = cached_survey(rc, env, home, [str(project)], cache)
+    assert first == walk()
+    _mark(cache)
+    _settle()
+    (project / "notes.txt").write_text("not an agent's file")
+    assert cached_survey(rc, env, home, [str(project)], cache)["files"] == 999
+    (project / FILE).write_text("# aider chat started at 2025-01-01 10:00:00\n")
+    grown = cached_survey(rc, env, home, [str(project)], cache)
+    assert grown == walk() and grown["files"] == first["files"] + 1

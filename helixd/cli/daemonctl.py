@@ -49,17 +49,23 @@ def _status_facts(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
     """What the store holds and its fleet outbox, or what keeps it from being read."""
     from helixd.cli.common import CLI_BUSY_MS
-    from helixd.query import NoStore, classify, open_reader
+    from helixd.paths import cache_dir
+    from helixd.query import NoStore, open_reader
     from helixd.query.status import fleet_facts, store_facts
 
     try:
         con = open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:
+        from helixd.query import classify  # the store-fault rules: only once a read failed
+
         fault = classify(exc, db)
         return None, None, fault.as_dict() if fault else None
     try:
-        return store_facts(con), fleet_facts(con), None
+        memo = cache_dir() / "index-size.json"
+        return store_facts(con, memo), fleet_facts(con), None
     except Exception as exc:
+        from helixd.query import classify
+
         fault = classify(exc, db)
         if fault is None:
             raise

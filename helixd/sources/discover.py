@@ -79,14 +79,16 @@ def agent_roots(
 @dataclass(slots=True)
 class Trace:
     """What a walk's answer depended on, for ``helixd.sources.surveycache``: each directory
-    it listed or looked into with its ``st_ctime_ns`` taken before the listing (None: absent
-    or not a directory; the ctime, not the mtime: a ``chmod`` changes only the ctime), each
-    file whose read permission it tested, and how many links it met (a link's target can
-    change without any of these changing)."""
+    it listed with its ``st_ctime_ns`` taken before the listing (None: absent or not a
+    directory; the ctime, not the mtime: a ``chmod`` changes only the ctime), each project
+    file it looked for with its ``lstat`` mode (None: absent), each file whose read
+    permission it tested, and how many things it met whose answer can change without any of
+    these changing (``unsure``: a link, whose target can move; an ``lstat`` that failed)."""
 
     dirs: dict[str, int | None] = field(default_factory=dict)
+    files: dict[str, int | None] = field(default_factory=dict)
     checked: list[str] = field(default_factory=list)
-    links: int = 0
+    unsure: int = 0
 
 
 def _ctime(path: str) -> int | None:
@@ -138,10 +140,6 @@ class Discovery:
         trace = self.trace
         for root in roots:
             if root.adapter.project_files:  # a missing project: its files' lstat finds none
-                if trace is not None:
-                    for rel in root.adapter.project_files:  # where each file would appear
-                        folder = os.path.dirname(os.path.join(root.path, rel))
-                        trace.dirs[folder] = _ctime(folder)
                 yield from self._project(root, seen)
                 continue
             if not os.path.isdir(root.path):
@@ -158,10 +156,16 @@ class Discovery:
             try:
                 mode = os.lstat(path).st_mode
             except (FileNotFoundError, NotADirectoryError):
+                if self.trace is not None:
+                    self.trace.files[path] = None
                 continue
             except OSError as exc:
+                if self.trace is not None:
+                    self.trace.unsure += 1
                 self._skip(path, reason_of(exc), exc.strerror or str(exc))
                 continue
+            if self.trace is not None:
+                self.trace.files[path] = mode
             if stat.S_ISLNK(mode):
                 self._link(path, True)
                 continue
@@ -256,7 +260,7 @@ class Discovery:
         something Helix will not read, or a linked directory leading out of the roots, is
         recorded; a link to a file or directory inside the roots is not (it is read there)."""
         if self.trace is not None:
-            self.trace.links += 1
+            self.trace.unsure += 1
         if claimed:
             try:
                 self.gate.admit(path)

@@ -8,15 +8,19 @@ changes when one of these does:
   settings, the environment variables the adapters' default roots read (recorded as they
   are read, with their values), the store's project directories, and each configured root's
   real path (a re-pointed link);
-- a directory the walk listed (or looked into for a project's file, or found missing): a
-  file created, removed or renamed there, or a ``chmod`` of the directory, changes its
-  ``st_ctime_ns`` (the ctime: the mtime misses a ``chmod``);
+- a directory the walk listed (or found missing): a file created, removed or renamed
+  there, or a ``chmod`` of the directory, changes its ``st_ctime_ns`` (the ctime: the mtime
+  misses a ``chmod``);
+- a project's file (``Adapter.project_files``: looked for, never walked): its ``lstat``
+  mode, or its absence (not its directory's ctime: a project directory such as ``/tmp``
+  changes all the time);
 - the read permission of a file it tested (``os.access`` again, one call per file).
 
 So the cached answer (``<cache dir>/survey.json``, 0600) is used only when all of these are
 as they were, checked with one ``stat`` per directory and one ``access`` per file, and the
 roots are walked again otherwise.  A walk that met a link is not kept (a link's target can
-change without any of the above changing), nor one that saw a directory changed within the
+change without any of the above changing), nor one whose ``lstat`` of a project file
+failed, nor one that saw a directory changed within the
 last ``RACY_NS`` (a change in the same clock tick as the one recorded would leave the ctime
 equal: git's "racy" rule).  The daemon up or down: the same check, the same answer.
 """
@@ -88,38 +92,50 @@ def _valid(cached: Any, key: dict[str, Any], environ: Mapping[str, str]) -> dict
     """The cached survey when everything it depended on is as it was, else None."""
     if not isinstance(cached, dict) or cached.get("key") != key:
         return None
-    env = cached.get("env")
-    roots = cached.get("roots")
-    dirs = cached.get("dirs")
-    checked = cached.get("checked")
-    survey = cached.get("survey")
+    env, roots, dirs = cached.get("env"), cached.get("roots"), cached.get("dirs")
+    files, checked, survey = cached.get("files"), cached.get("checked"), cached.get("survey")
     if not (
         isinstance(env, dict)
         and isinstance(roots, list)
         and isinstance(dirs, dict)
+        and isinstance(files, dict)
         and isinstance(checked, list)
         and isinstance(survey, dict)
     ):
         return None
-    if any(environ.get(name) != value for name, value in env.items()):
+    same = (
+        all(environ.get(name) == value for name, value in env.items())
+        and _same_roots(roots)
+        and all(_dir_ctime(path) == ctime for path, ctime in dirs.items())
+        and all(_mode(path) == mode for path, mode in files.items())
+        # a file that was readable still is (unreadable ones were skipped, in ``survey``)
+        and all(isinstance(p, str) and os.access(p, os.R_OK) for p in checked)
+    )
+    return survey if same else None
+
+
+def _same_roots(roots: list[Any]) -> bool:
+    return all(
+        isinstance(item, list) and len(item) == 2 and os.path.realpath(item[0]) == item[1]
+        for item in roots
+    )
+
+
+def _dir_ctime(path: str) -> int | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
         return None
-    for item in roots:
-        if not (isinstance(item, list) and len(item) == 2):
-            return None
-        if os.path.realpath(item[0]) != item[1]:
-            return None
-    for path, ctime in dirs.items():
-        try:
-            st = os.stat(path, follow_symlinks=False)
-        except OSError:
-            now = None
-        else:
-            now = st.st_ctime_ns if stat.S_ISDIR(st.st_mode) else None
-        if now != ctime:
-            return None
-    if not all(isinstance(p, str) and os.access(p, os.R_OK) for p in checked):
-        return None  # a file that was readable no longer is (unreadable ones were skipped)
-    return survey
+    return st.st_ctime_ns if stat.S_ISDIR(st.st_mode) else None
+
+
+def _mode(path: str) -> int | str | None:
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return "unknown"  # never equal to what was kept: walked again
 
 
 def cached_survey(
@@ -168,13 +184,14 @@ def _walk_and_keep(
     trace = Trace()
     answer = survey(pairs, trace)
     racy = any(c is not None and c >= started - RACY_NS for c in trace.dirs.values())
-    if trace.links or recording.iterated or racy:
+    if trace.unsure or recording.iterated or racy:
         return answer
     doc = {
         "key": key,
         "env": recording.read,
         "roots": roots,
         "dirs": trace.dirs,
+        "files": trace.files,
         "checked": trace.checked,
         "survey": answer,
     }

@@ -29,11 +29,12 @@ _EVENT_TOTALS: Final = (
 )
 
 
-def tier1_bytes(con: sqlite3.Connection) -> tuple[int, int, int]:
+def tier1_bytes(con: sqlite3.Connection, segments: int | None = None) -> tuple[int, int, int]:
     """``(raw blocks, events, full-text index)`` bytes of Tier 1, counted as ``measure``
     counts them (their sum is what the retention budgets cap), without the per-session
     grouping.  The events' part comes from the running total the triggers of migration
-    ``m014_event_totals`` keep (a scan of every event on a store not migrated yet)."""
+    ``m014_event_totals`` keep (a scan of every event on a store not migrated yet).
+    ``segments``: the index's segment bytes when the caller knows them (``index_shape``)."""
     try:
         total = con.execute(_EVENT_TOTALS).fetchone()
     except sqlite3.OperationalError as exc:
@@ -46,8 +47,25 @@ def tier1_bytes(con: sqlite3.Connection) -> tuple[int, int, int]:
     else:
         raw, events = con.execute(_TIER1).fetchone()
     docs = int(con.execute("SELECT count(*) FROM search_docs").fetchone()[0])
-    return int(raw), int(events), _index_total(con) + docs * INDEX_DOC_ROW_BYTES
+    if segments is None:
+        segments = _index_total(con)
+    return int(raw), int(events), segments + docs * INDEX_DOC_ROW_BYTES
 
 
 def _index_total(con: sqlite3.Connection) -> int:
     return int(con.execute(_INDEX_SEGMENTS).fetchone()[0])
+
+
+def index_segment_bytes(con: sqlite3.Connection) -> int:
+    """The stored bytes of the full-text index (``search_data``): a read of every block."""
+    return _index_total(con)
+
+
+def index_shape(con: sqlite3.Connection) -> bytes:
+    """What ``index_segment_bytes`` is a function of: FTS5's structure record (``id`` 10:
+    every segment with its pages, and a counter of segment writes) and its averages record
+    (``id`` 1), the only blocks FTS5 rewrites in place; every other block belongs to one
+    segment and is never changed once written (no ``secure-delete``, no tombstones here).
+    A change to the index changes these two records."""
+    rows = con.execute("SELECT id, block FROM search_data WHERE id IN (1, 10) ORDER BY id")
+    return b"".join(len(b).to_bytes(8, "big") + bytes(b) for _, b in rows if b is not None)
