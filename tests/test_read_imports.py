@@ -49,7 +49,8 @@ UNLESS_USED = (
 USES = {
     # status: the roots' survey kept between runs (helixd.sources.surveycache) and the
     # daemon's status document; a warm run walks nothing, so loads no adapter
-    "status": {"helixd.sources.surveycache", "helixd.daemon"},
+    # (hashlib: the fleet outbox's facts module shares the writers' key helpers)
+    "status": {"helixd.sources.surveycache", "helixd.daemon", "hashlib"},
     "show": {"helixd.adapters", "zstandard", "hashlib"},
 }
 

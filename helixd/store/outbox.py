@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from helixd.store.keys import IN_CHUNK
+
 FLAG: Final = "fleet_outbox"
 _MACHINE_ID: Final = "fleet_machine_id"
 _WATERMARK: Final = "fleet_watermark"
@@ -328,9 +330,6 @@ def next_batch(
 
 
 def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    # loaded here: the keys module pulls hashlib in, which `status` (outbox facts) never uses
-    from helixd.store.keys import IN_CHUNK
-
     for i in range(0, len(values), IN_CHUNK):
         yield values[i : i + IN_CHUNK]
 
