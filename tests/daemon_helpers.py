@@ -55,7 +55,13 @@ class Helixd:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        wait_for(lambda: self.ctl("status").returncode == 0, 10, "daemon to come up")
+        # running (its lock held, the store usable) and answering on its socket: `status`
+        # alone (a few tens of ms now) can say "running" before the socket listens
+        wait_for(
+            lambda: self.ctl("status").returncode == 0 and self.ctl("ping").returncode == 0,
+            10,
+            "daemon to come up",
+        )
         return self
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ from helixd.config import RetentionSettings
 from helixd.core.retention import Policy, select_evictions
 from helixd.ingest.eviction import evict_pass
 from helixd.query.env import export_lines
-from helixd.store import evict
+from helixd.store import evict, tier1
 from helixd.store.database import Store, now_ms
 from tests.conftest import KEEP_FIXTURES_DAYS, REPO, cli_env, copy_claude_fixtures
 
@@ -510,7 +510,7 @@ async def test_get_digest_by_uid_async_and_sync(db: Path, monkeypatch: pytest.Mo
 
 def _events_scanned(con: sqlite3.Connection) -> int:
     """The events' share of Tier 1 counted row by row (what the running total must equal)."""
-    return int(con.execute(evict._TIER1).fetchone()[1])
+    return int(con.execute(tier1._TIER1).fetchone()[1])
 
 
 def test_the_events_share_of_tier1_is_a_running_total_kept_in_step(db: Path, cli: Cli) -> None:
@@ -521,7 +521,7 @@ def test_the_events_share_of_tier1_is_a_running_total_kept_in_step(db: Path, cli
     try:
         statements: list[str] = []
         con.set_trace_callback(statements.append)
-        _, events, _ = evict.tier1_bytes(con)
+        _, events, _ = tier1.tier1_bytes(con)
         con.set_trace_callback(None)
         assert not [s for s in statements if "FROM events" in s], statements
         assert events == _events_scanned(con) > 0
@@ -535,18 +535,18 @@ def test_the_events_share_of_tier1_is_a_running_total_kept_in_step(db: Path, cli
             " FROM events WHERE id % 11 = 0"
         )
         con.execute("COMMIT")
-        assert evict.tier1_bytes(con)[1] == _events_scanned(con) != events
+        assert tier1.tier1_bytes(con)[1] == _events_scanned(con) != events
     finally:
         con.close()
     done = cli("evict", "--json", HELIX_RETENTION__RAW_SOFT_CAP_BYTES="300KiB")
     assert done.exit_code == 0, done.output
     con = sqlite3.connect(db, isolation_level=None)
     try:
-        after = evict.tier1_bytes(con)
+        after = tier1.tier1_bytes(con)
         assert after[1] == _events_scanned(con)
         status = orjson.loads(cli("status", "--json").stdout)["store"]["tier1"]
         assert status["events_bytes"] == after[1]
         con.execute("DROP TABLE event_totals")  # a store an older Helix wrote: the scan
-        assert evict.tier1_bytes(con) == after
+        assert tier1.tier1_bytes(con) == after
     finally:
         con.close()

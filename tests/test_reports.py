@@ -667,3 +667,86 @@ def test_attribute_reports_a_phase_without_usage_as_zeros() -> None:
     assert [
         (p["phase"], p["inputTokens"], p["turns"], p["bash_commands"]) for p in doc["phases"]
     ] == [("a", 1, 1, 0), ("b", 0, 0, 1), ("c", 1, 1, 0)]
+
+
+def _ranked(con: sqlite3.Connection, match: str, newest: int | None) -> list[tuple[int, float]]:
+    """Every document matching, bm25-ranked (the newest ``newest`` only, by rowid)."""
+    rows = con.execute(
+        "SELECT rowid, bm25(search) FROM search WHERE search MATCH ? ORDER BY rowid DESC", (match,)
+    ).fetchall()
+    return sorted(rows[:newest] if newest else rows, key=lambda r: r[1])
+
+
+def test_a_common_word_ranks_its_newest_matches_only(
+    claude_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: bm25 runs once per matching document, so a search without filters ranks the
+    newest ``RANKED_MATCHES`` matches (rowid order: as read); scores are the whole index's.
+    With a filter, or fewer matches, every match is ranked."""
+    from helixd.store import queries
+
+    con = sqlite3.connect(f"file:{claude_db}?mode=ro", uri=True)
+    match = '"the"'
+    everything = _ranked(con, match, None)
+    assert len(everything) > 200
+    monkeypatch.setattr(queries, "RANKED_MATCHES", 50)
+    newest = _ranked(con, match, 50)
+    hits = queries.search(con, match, 20)
+    assert [h["score"] for h in hits] == [s for _, s in newest[:20]]
+    assert {h["event_id"] for h in hits} <= {r for r, _ in newest}
+    assert [h["score"] for h in hits] != [s for _, s in everything[:20]]  # older ones win there
+    assert queries.search(con, match, 20) == hits  # deterministic
+    paged = queries.search(con, match, 20, offset=60)  # past the cap: offset + limit newest
+    assert [h["score"] for h in paged] == [s for _, s in _ranked(con, match, 80)[60:80]]
+    filtered = queries.search(con, match, 20, since=0)  # a filter: every match ranked
+    assert [h["score"] for h in filtered] == [s for _, s in everything[:20]]
+    monkeypatch.setattr(queries, "RANKED_MATCHES", len(everything))
+    assert [h["score"] for h in queries.search(con, match, 20)] == [s for _, s in everything[:20]]
+    con.close()
+
+
+_OLD_TOOLS = (
+    "SELECT tool, count(*), sum(status = 'error'), sum(status = 'rejected'),"
+    " sum(status = 'interrupted'), sum(status = 'missing') FROM tool_calls"
+    " WHERE coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC"
+)
+_OLD_FILES = (
+    "SELECT file_path, count(*), count(DISTINCT session_id), sum(lines_added),"
+    " sum(lines_removed) FROM file_operations WHERE coalesce(ts, 0) >= ?"
+    " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?"
+)
+
+
+def test_stats_tool_and_file_figures_equal_a_scan_of_the_facts(
+    claude_db: Path, tmp_path: Path
+) -> None:
+    """Issue 12: ``stats`` counts tool calls from their covering index and ranks files from
+    the path index; the answers are those of the plain scan, for all time and a range, also
+    once some rows have a negative time (which ``coalesce(ts, 0) >= 0`` leaves out)."""
+    from helixd.store import queries
+
+    db = tmp_path / "copy.db"
+    src = sqlite3.connect(claude_db)
+    dst = sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+
+    def check(con: sqlite3.Connection) -> None:
+        for lo in (0, -(10**13), 1, 1_750_000_000_000):
+            old = [(r[0], *(n or 0 for n in r[1:])) for r in con.execute(_OLD_TOOLS, (lo,))]
+            assert queries.stats(con, lo or None, 5)["tools"] == old
+            for top in (3, 15):
+                files = con.execute(_OLD_FILES, (lo, top)).fetchall()
+                assert queries.stats(con, lo or None, top)["files"] == files
+
+    assert dst.execute("SELECT count(*) FROM tool_calls").fetchone()[0] > 100
+    assert dst.execute("SELECT count(DISTINCT file_path) FROM file_operations").fetchone()[0] > 15
+    check(dst)
+    dst.execute("UPDATE tool_calls SET ts = -5 WHERE call_seq % 7 = 0")
+    dst.execute(
+        "UPDATE file_operations SET ts = -5 WHERE file_path IN"
+        " (SELECT file_path FROM file_operations GROUP BY 1 ORDER BY count(*) DESC LIMIT 2)"
+    )
+    dst.commit()
+    check(dst)
+    dst.close()

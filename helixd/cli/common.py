@@ -223,6 +223,10 @@ def guard_store_faults(ctx: click.Context, invoke: Any) -> Any:
 def live_status(db: Path) -> dict[str, Any] | None:
     """The daemon's state from its socket when it serves this store (fresher than the
     published file, which a full disk or a removed folder keeps from being written)."""
+    from helixd.paths import socket_path
+
+    if not socket_path().exists():
+        return None  # no daemon listens (nor the client's socket module to load)
     from helixd.daemon.client import DaemonUnavailable, request
 
     try:

@@ -49,17 +49,23 @@ def _status_facts(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
     """What the store holds and its fleet outbox, or what keeps it from being read."""
     from helixd.cli.common import CLI_BUSY_MS
-    from helixd.query import NoStore, classify, open_reader
+    from helixd.paths import cache_dir
+    from helixd.query import NoStore, open_reader
     from helixd.query.status import fleet_facts, store_facts
 
     try:
         con = open_reader(db, CLI_BUSY_MS)
     except NoStore as exc:
+        from helixd.query import classify  # the store-fault rules: only once a read failed
+
         fault = classify(exc, db)
         return None, None, fault.as_dict() if fault else None
     try:
-        return store_facts(con), fleet_facts(con), None
+        memo = cache_dir() / "index-size.json"
+        return store_facts(con, memo), fleet_facts(con), None
     except Exception as exc:
+        from helixd.query import classify
+
         fault = classify(exc, db)
         if fault is None:
             raise
@@ -69,16 +75,18 @@ def _status_facts(
 
 
 def _survey(rc: Any) -> dict[str, Any]:
-    """The files under the roots and those Helix cannot read (nothing is opened)."""
+    """The files under the roots and those Helix cannot read (nothing is opened): kept in
+    the cache directory between runs and walked again when something it depended on
+    changed (``helixd.sources.surveycache``)."""
     import os
     from pathlib import Path
 
-    from helixd.adapters import REGISTRY
+    from helixd.paths import cache_dir
     from helixd.query.projects import known_projects
-    from helixd.sources.discover import agent_roots, survey
+    from helixd.sources.surveycache import cached_survey
 
     projects = known_projects(rc.store_db)
-    return survey(agent_roots(rc, REGISTRY, os.environ, Path.home(), projects))
+    return cached_survey(rc, os.environ, Path.home(), projects, cache_dir() / "survey.json")
 
 
 def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,7 +36,7 @@ from helixd.sources.gate import (
     reason_of,
 )
 
-__all__ = ["Discovery", "Skip", "Source", "discover", "survey", "unreadable_summary"]
+__all__ = ["Discovery", "Skip", "Source", "Trace", "discover", "survey", "unreadable_summary"]
 
 
 class AgentConf(Protocol):
@@ -76,6 +76,29 @@ def agent_roots(
     return pairs
 
 
+@dataclass(slots=True)
+class Trace:
+    """What a walk's answer depended on, for ``helixd.sources.surveycache``: each directory
+    it listed with its ``st_ctime_ns`` taken before the listing (None: absent or not a
+    directory; the ctime, not the mtime: a ``chmod`` changes only the ctime), each project
+    file it looked for with its ``lstat`` mode (None: absent), each file whose read
+    permission it tested, and how many things it met whose answer can change without any of
+    these changing (``unsure``: a link, whose target can move; an ``lstat`` that failed)."""
+
+    dirs: dict[str, int | None] = field(default_factory=dict)
+    files: dict[str, int | None] = field(default_factory=dict)
+    checked: list[str] = field(default_factory=list)
+    unsure: int = 0
+
+
+def _ctime(path: str) -> int | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ctime_ns if stat.S_ISDIR(st.st_mode) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A file (or directory) Helix would read but cannot; ``reason`` is a key of
@@ -99,10 +122,12 @@ class Discovery:
         *,
         check_access: bool = False,
         held: Callable[[str], object] | None = None,
+        trace: Trace | None = None,
     ) -> None:
         self.gate = roots if isinstance(roots, Gate) else Gate(roots)
         self.check_access = check_access
         self.held = held
+        self.trace = trace
         self.skipped: list[Skip] = []
         self._recorded: set[str] = set()
 
@@ -112,11 +137,14 @@ class Discovery:
         roots = self.gate.resolve()
         reals = {r.real for r in roots}
         seen: set[str] = set()
+        trace = self.trace
         for root in roots:
             if root.adapter.project_files:  # a missing project: its files' lstat finds none
                 yield from self._project(root, seen)
                 continue
             if not os.path.isdir(root.path):
+                if trace is not None:
+                    trace.dirs[root.path] = None
                 continue  # the agent is not installed here (a missing root is no gap)
             yield from self._walk(root, reals - {root.real}, seen)
 
@@ -128,10 +156,16 @@ class Discovery:
             try:
                 mode = os.lstat(path).st_mode
             except (FileNotFoundError, NotADirectoryError):
+                if self.trace is not None:
+                    self.trace.files[path] = None
                 continue
             except OSError as exc:
+                if self.trace is not None:
+                    self.trace.unsure += 1
                 self._skip(path, reason_of(exc), exc.strerror or str(exc))
                 continue
+            if self.trace is not None:
+                self.trace.files[path] = mode
             if stat.S_ISLNK(mode):
                 self._link(path, True)
                 continue
@@ -140,7 +174,7 @@ class Discovery:
                 continue
             if path in seen:
                 continue
-            if self.check_access and not os.access(path, os.R_OK):
+            if self.check_access and not self._readable(path):
                 self._skip(path, DENIED)
                 continue
             seen.add(path)
@@ -152,9 +186,12 @@ class Discovery:
         matches = root.adapter.matches
         deepest = root.adapter.max_depth
         stack = [(root.path, "")]
+        trace = self.trace
         while stack:
             dirpath, prefix = stack.pop()
             descend = deepest is None or prefix.count("/") < deepest
+            if trace is not None:
+                trace.dirs[dirpath] = _ctime(dirpath)  # before the listing: a change after it shows
             try:
                 with os.scandir(dirpath) as it:
                     entries = sorted(it, key=lambda e: e.name)
@@ -184,7 +221,7 @@ class Discovery:
                     continue  # gone between the listing and its type check
                 if entry.path in seen or (self.held is not None and self.held(entry.path)):
                     continue
-                if self.check_access and not os.access(entry.path, os.R_OK):
+                if self.check_access and not self._readable(entry.path):
                     self._skip(entry.path, DENIED)
                     continue
                 seen.add(entry.path)
@@ -210,13 +247,20 @@ class Discovery:
             self._skip(named, SYMLINK)
         elif not stat.S_ISREG(mode):
             self._skip(named, NOT_REGULAR, kind_of(mode))
-        elif self.check_access and not os.access(named, os.R_OK):
+        elif self.check_access and not self._readable(named):
             self._skip(named, DENIED)
+
+    def _readable(self, path: str) -> bool:
+        if self.trace is not None:
+            self.trace.checked.append(path)
+        return os.access(path, os.R_OK)
 
     def _link(self, path: str, claimed: bool) -> None:
         """A link below a root: never walked or read as itself.  A claimed name leading to
         something Helix will not read, or a linked directory leading out of the roots, is
         recorded; a link to a file or directory inside the roots is not (it is read there)."""
+        if self.trace is not None:
+            self.trace.unsure += 1
         if claimed:
             try:
                 self.gate.admit(path)
@@ -259,10 +303,13 @@ def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> 
     }
 
 
-def survey(roots: Gate | Iterable[tuple[Adapter, Path]]) -> dict[str, Any]:
+def survey(
+    roots: Gate | Iterable[tuple[Adapter, Path]], trace: Trace | None = None
+) -> dict[str, Any]:
     """What is under the roots now, without opening anything: the files Helix would read
-    and those it cannot (for ``helixctl status`` and ``doctor``)."""
-    found = Discovery(roots, check_access=True)
+    and those it cannot (for ``helixctl status`` and ``doctor``).  ``trace``: filled with
+    what the answer depended on (``helixd.sources.surveycache``)."""
+    found = Discovery(roots, check_access=True, trace=trace)
     files = sum(1 for _ in found)
     return {
         "files": files,

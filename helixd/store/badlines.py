@@ -13,8 +13,6 @@ import sqlite3
 from collections import defaultdict
 from typing import Any, Final
 
-import zstandard
-
 SHOWN: Final = 10
 PREVIEW_BYTES: Final = 160
 
@@ -56,6 +54,8 @@ def _preview(
         return None
     key = (file_id, generation, int(row[0]))
     if key not in blocks:
+        import zstandard  # here: `status` reads this module's counts, never a raw block
+
         try:
             blocks[key] = zstandard.ZstdDecompressor().decompress(
                 row[2], max_output_size=max(int(row[1]) - int(row[0]), 1) + 1

@@ -343,6 +343,28 @@ def activity_records(
     return rows, files
 
 
+# A search without filters ranks the newest this many matching documents (docs/storage.md,
+# "Search"): a word in every other event matches tens of thousands.
+RANKED_MATCHES: Final = 5_000
+
+
+def _oldest_ranked(con: sqlite3.Connection, query: str, candidates: int) -> int | None:
+    """The rowid of the ``candidates``-th newest document matching ``query`` (rowids are
+    event ids: they grow as events are read), None when fewer match.  Walks the doclists
+    in rowid order without ranking (FTS5's own ``ORDER BY rowid DESC``)."""
+    try:
+        row = con.execute(
+            "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (query, candidates - 1),
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "no such table" in text or "locked" in text or "disk" in text:
+            raise
+        raise QueryError(text) from exc
+    return None if row is None else int(row[0])
+
+
 def search(
     con: sqlite3.Connection,
     query: str,
@@ -370,6 +392,13 @@ def search(
     joins = ""
     if since is not None or until is not None or kinds or agents or repo:
         joins = " JOIN search_docs d ON d.id = search.rowid"
+    else:
+        # bm25 runs once per matching document: only the newest RANKED_MATCHES are ranked
+        # (scores unchanged: the index's statistics are whole-index ones)
+        oldest = _oldest_ranked(con, query, max(RANKED_MATCHES, offset + limit))
+        if oldest is not None:
+            where.append("search.rowid >= ?")
+            params.append(oldest)
     if since is not None:
         where.append("d.ts >= ?")
         params.append(since)
@@ -424,18 +453,8 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         " WHERE b.bucket >= ? GROUP BY 1",
         (lo // 900_000,),
     ).fetchall()
-    out["tools"] = con.execute(
-        "SELECT tool, count(*), sum(status = 'error'), sum(status = 'rejected'),"
-        " sum(status = 'interrupted'), sum(status = 'missing') FROM tool_calls"
-        " WHERE coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC",
-        (lo,),
-    ).fetchall()
-    out["files"] = con.execute(
-        "SELECT file_path, count(*), count(DISTINCT session_id), sum(lines_added),"
-        " sum(lines_removed) FROM file_operations WHERE coalesce(ts, 0) >= ?"
-        " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
-        (lo, top),
-    ).fetchall()
+    out["tools"] = _tool_counts(con, lo)
+    out["files"] = _top_files(con, lo, top)
     out["tests"] = con.execute(
         "SELECT framework, command, status, passed, failed, skipped FROM test_runs"
         " WHERE coalesce(ts, 0) >= ?",
@@ -448,6 +467,66 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     return out
+
+
+_TOOL_STATUSES: Final = ("error", "rejected", "interrupted", "missing")
+
+
+def _tool_counts(con: sqlite3.Connection, lo: int) -> list[tuple[Any, ...]]:
+    """``(tool, calls, error, rejected, interrupted, missing)`` of the calls at or after
+    ``lo`` (a call of unknown time counts as 0), the most called first.  Counted per
+    (tool, status) from the covering index ``tool_calls_stats`` in its order (no sort of
+    every call): for all time, every call less those of a negative time (``ts < 0``, an
+    index range), which is what ``coalesce(ts, 0) >= 0`` keeps, without testing each row."""
+    counts: dict[str, list[int]] = {}
+
+    def add(rows: list[tuple[Any, ...]], sign: int) -> None:
+        for tool, status, n in rows:
+            row = counts.setdefault(tool, [0] * 5)
+            row[0] += sign * n
+            if status in _TOOL_STATUSES:
+                row[1 + _TOOL_STATUSES.index(status)] += sign * n
+
+    by_status = "SELECT tool, status, count(*) FROM tool_calls"
+    if lo == 0:
+        add(con.execute(f"{by_status} GROUP BY 1, 2").fetchall(), 1)
+        add(con.execute(f"{by_status} WHERE ts < 0 GROUP BY +tool, +status").fetchall(), -1)
+    else:
+        where = " WHERE coalesce(ts, 0) >= ? GROUP BY 1, 2"
+        add(con.execute(by_status + where, (lo,)).fetchall(), 1)
+    ranked = sorted((item for item in counts.items() if item[1][0] > 0), key=lambda i: i[0])
+    ranked.sort(key=lambda i: -i[1][0])  # stable: ties by tool name, as the rows were grouped
+    return [(tool, *n) for tool, n in ranked]
+
+
+def _top_files(con: sqlite3.Connection, lo: int, top: int) -> list[tuple[Any, ...]]:
+    """The ``top`` most-edited files at or after ``lo`` (an operation of unknown time counts
+    as 0): ``(path, operations, sessions, lines added, lines removed)``.  For all time the
+    ranking comes from the ``file_operations_path`` index alone (no table row read) when no
+    operation has a negative time (``coalesce(ts, 0) >= 0`` then keeps every row); only the
+    top paths' rows are read for their other figures."""
+    figures = (
+        "SELECT file_path, count(*), count(DISTINCT session_id), sum(lines_added),"
+        " sum(lines_removed) FROM file_operations"
+    )
+    negative = con.execute("SELECT 1 FROM file_operations WHERE ts < 0 LIMIT 1").fetchone()
+    if lo != 0 or negative is not None:
+        return con.execute(
+            f"{figures} WHERE coalesce(ts, 0) >= ? GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?", (lo, top)
+        ).fetchall()
+    paths = [
+        p
+        for (p,) in con.execute(
+            "SELECT file_path FROM file_operations INDEXED BY file_operations_path"
+            " GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?",
+            (top,),
+        )
+    ]
+    return con.execute(
+        f"{figures} WHERE file_path IN ({','.join('?' * len(paths))})"
+        " GROUP BY 1 ORDER BY 2 DESC, 1",
+        paths,
+    ).fetchall()
 
 
 # -- the first step of ingest (helixd/ingest/plan.py) ------------------------------------

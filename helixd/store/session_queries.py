@@ -173,13 +173,14 @@ def file_problems(con: sqlite3.Connection, session_id: int) -> dict[str, int]:
     )
 
 
-def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
+def status_facts(con: sqlite3.Connection, segments: int | None = None) -> dict[str, Any]:
     """What ``status`` shows from the store alone: sessions and events per agent, files,
     bytes read, malformed lines, raw bytes kept, digests, evictions; and every tracked file's
-    ``(path, offset, gone_at)`` for the ingest lag."""
+    ``(path, offset, gone_at)`` for the ingest lag.  ``segments``: the full-text index's
+    segment bytes when the caller knows them (``tier1.index_shape``), else read."""
     # only `status` asks: the other session reads skip zstandard, the retention module, hashlib
     from helixd.store import badlines
-    from helixd.store.evict import tier1_bytes
+    from helixd.store.tier1 import tier1_bytes
 
     agents = con.execute(
         "SELECT agent, count(*), sum(events), sum(messages > 0) FROM sessions GROUP BY agent"
@@ -216,7 +217,7 @@ def status_facts(con: sqlite3.Connection) -> dict[str, Any]:
     summary["evictions"] = {"count": n, "bytes": b, "last_at": at}
     # The raw tier as the retention pass counts it (raw blocks + events): status and evict
     # compare the same number with the budgets.
-    raw, events, index = tier1_bytes(con)
+    raw, events, index = tier1_bytes(con, segments)
     summary["tier1"] = {
         "raw_blocks_bytes": raw,
         "events_bytes": events,
