@@ -59,7 +59,7 @@ class Batch:
         bytes (zstd releases the GIL) and turn each event into its keys, its column values
         and its search text, so that the writer only has to run SQL."""
         if self.raw_z is None and self.raw:
-            self.raw_z = zstandard.ZstdCompressor(level=RAW_LEVEL).compress(self.raw)
+            self.raw_z = compress_raw(self.raw)
         if self.rows is None:
             self.rows = [prepare_event(ev) for ev in self.parsed.events]
 
@@ -71,6 +71,12 @@ class Batch:
             return 0
         end = data.find(b"\n", at)
         return (end if end >= 0 else len(data)) - at
+
+
+def compress_raw(raw: bytes, compressor: zstandard.ZstdCompressor | None = None) -> bytes:
+    """A raw block as stored: zstd at ``RAW_LEVEL``.  A compressor is not thread-safe: pass
+    one only where a single thread uses it (a parse worker keeps its own)."""
+    return (compressor or zstandard.ZstdCompressor(level=RAW_LEVEL)).compress(raw)
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
