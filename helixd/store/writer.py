@@ -248,6 +248,7 @@ class Writer:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (_ID_FLOOR_KEY, str(self.next_id - 1)),
             )
+        self.search.flush()  # the transaction's full-text entries, last: one FTS5 segment
         self.con.execute("COMMIT")
 
     def commit(self, batch: Batch, now: int) -> int:
@@ -279,6 +280,7 @@ class Writer:
         except BaseException:
             rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             self.usage.forget()  # session ids created in the transaction can come again
+            self.search.discard()
             raise
         return result
 
@@ -508,6 +510,7 @@ class Writer:
         rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
         docs: list[tuple[int, str, str, int | None]] = []  # (seq, text, kind, ts)
+        doc_ids: dict[int, int] = {}  # seq -> the id given to the event
         redocs: dict[int, tuple[str, str, int | None]] = {}  # ekey -> (text, kind, ts)
         first_seq = next_seq
         messages = 0
@@ -521,6 +524,7 @@ class Writer:
                 continue
             if text:
                 docs.append((next_seq, text, kind, ts))
+                doc_ids[next_seq] = self.next_id
             done.add(key)
             seen[key] = seq = next_seq
             next_seq += 1
@@ -529,13 +533,15 @@ class Writer:
             rows.append((self.next_id, session_id, seq, parent_seq, key, anchor, file_id, *content))
             self.next_id += 1
             messages += kind in MESSAGE_KINDS
+        stored_all = True
         if rows:
-            self.con.executemany(_INSERT_EVENT, rows)
+            stored_all = self.con.executemany(_INSERT_EVENT, rows).rowcount == len(rows)
         if updates:
             self.search.unindex(session_id, list(redocs))
             self.con.executemany(_UPDATE_EVENT, updates)
         if docs or redocs:
-            self.search.index(session_id, first_seq, docs, redocs)
+            # every row stored: the ids given are the events' ids (else they are looked up)
+            self.search.index(session_id, first_seq, docs, redocs, doc_ids if stored_all else None)
         self.con.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",
