@@ -96,3 +96,35 @@ async def test_rolled_back_writes_take_their_pending_entries_with_them(store: St
     assert _hits(con, "kept") == ["kept zebra", "kept yak"]
     con.execute("INSERT INTO search (search, rank) VALUES ('integrity-check', 0)")
     assert con.execute("SELECT count(*) FROM search_docs").fetchone() == (4,)
+
+
+async def test_a_text_only_the_index_refuses_quarantines_its_line_only(store: Store) -> None:
+    """Index-only text (a thinking block's) is not stored in the event row: the index is the
+    first to meet it.  Held back to the end of the transaction, a text SQLite refuses (a
+    lone surrogate) would fail the commit of every batch; the salvage pass writes the
+    entries line by line instead, so that line alone is quarantined and the rest is kept."""
+    batch = _batch("t", "/src/t.jsonl", ["before", "thinking", "after"], 10)
+    ev = batch.parsed.events
+    ev[1] = Event(ev[1].session_uid, ev[1].key, "thinking", ev[1].ts, ev[1].offset,
+                  summary="[thinking]", search_text="lone \ud800 surrogate")  # fmt: skip
+    await store.commit_many([_batch("o", "/src/o.jsonl", ["other batch"], 11), batch])
+    con = sqlite3.connect(store.path)
+    assert [r[0] for r in con.execute("SELECT summary FROM events ORDER BY id")] == [
+        "other batch",
+        "before",
+        "after",
+    ]
+    bad = con.execute("SELECT offset, reason FROM bad_lines").fetchall()
+    assert len(bad) == 1 and bad[0][0] == 12 and "surrogate" in bad[0][1]
+    assert _hits(con, "after") == ["after"] and _hits(con, "other") == ["other batch"]
+    assert _hits(con, "lone") == []
+    con.execute("INSERT INTO search (search, rank) VALUES ('integrity-check', 0)")
+    con.close()
+    # the next commit holds its entries back again
+    traced: list[str] = []
+    await store.run(store.con.set_trace_callback, traced.append)
+    await store.commit(_batch("n", "/src/n.jsonl", ["next one", "next two"], 12))
+    await store.run(store.con.set_trace_callback, None)
+    traced = [sql for sql in traced if not sql.startswith("--")]
+    assert all(sql.startswith("INSERT INTO search (rowid") for sql in traced[-3:-1])
+    assert traced[-1] == "COMMIT"

@@ -46,11 +46,13 @@ class SearchIndexWriter:
     batch, and as many merges later.  Held back, a transaction writes one segment.  A
     deletion (``unindex``, ``forget_sessions``) writes what is pending first, so the index
     sees its commands in order; a rolled-back transaction or savepoint drops what it added
-    (``discard``)."""
+    (``discard``).  With ``hold`` off (the writer's salvage pass), entries are written at
+    once, so a text the index refuses fails inside the savepoint of its line."""
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
         self.pending: list[tuple[int, str]] = []  # (rowid, text) not written to FTS5 yet
+        self.hold = True
 
     def flush(self) -> None:
         """Write the pending entries (in the open transaction)."""
@@ -98,6 +100,8 @@ class SearchIndexWriter:
             [(i, session_id, kind, ts) for i, _, kind, ts in found],
         )
         self.pending.extend((i, t) for i, t, _, _ in found)
+        if not self.hold:
+            self.flush()
 
     def _event_ids(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
         found: dict[int, int] = {}

@@ -261,7 +261,9 @@ class Writer:
         Should the store refuse a value, the transaction is rolled back and written again
         with each batch in a savepoint, the records it refuses quarantined
         (``salvage.write_batch_total``); savepoints cost every page written twice, so the
-        first try goes without."""
+        first try goes without.  The second try writes the full-text entries as it goes
+        rather than at the end (``SearchIndexWriter.hold``), so that a text the index
+        refuses is met inside its line's savepoint and quarantines that line only."""
         from helixd.store.salvage import refused_value, write_batch_total
 
         try:
@@ -269,7 +271,11 @@ class Writer:
         except Exception as exc:
             if not refused_value(exc):
                 raise
-        return self.transaction(lambda: [write_batch_total(self, b, now) for b in batches])
+        self.search.hold = False
+        try:
+            return self.transaction(lambda: [write_batch_total(self, b, now) for b in batches])
+        finally:
+            self.search.hold = True
 
     def transaction(self, work: Callable[[], T]) -> T:
         """``work()`` in one ``BEGIN IMMEDIATE`` transaction, rolled back whole if it raises."""
