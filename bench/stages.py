@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import resource
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +64,46 @@ def timed_async(obj: Any, name: str, label: str) -> None:
     setattr(obj, name, wrapper)
 
 
+class ThreadCPU:
+    """CPU per thread of this process (``/proc/self/task``, named by ``threading``), sampled
+    every 0.1 s so that threads that end before the run does are counted too; summed by
+    thread name (numbered pool threads under one name)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+        self.tick = 100.0 / os.sysconf("SC_CLK_TCK") / 100.0
+        self.thread = threading.Thread(target=self._loop, name="stages-sampler", daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            known = self.seen.get(int(tid))
+            name = names.get(int(tid)) or (known[0] if known else f"thread {tid}")
+            fields = stat[stat.rindex(")") + 2 :].split()
+            cpu = (int(fields[11]) + int(fields[12])) * self.tick
+            self.seen[int(tid)] = (re.sub(r"_?\d+$", "", name), cpu)
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.1):
+            self._sample()
+
+    def totals(self) -> dict[str, float]:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
+        out: dict[str, float] = {}
+        for name, cpu in self.seen.values():
+            out[name] = out.get(name, 0.0) + cpu
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("home", type=Path, help="a corpus HOME (bench/gen_corpus.py --out)")
@@ -97,6 +139,7 @@ def main() -> int:
 
     from helixd.cli.main import main as helixctl
 
+    threads = ThreadCPU()
     t0 = time.perf_counter()
     argv = ["ingest", "--json"] + ([] if args.evict else ["--no-evict"])
     try:
@@ -113,6 +156,10 @@ def main() -> int:
     print(f"CPU {cpu_self + cpu_kids:.2f} s = this process {cpu_self:.2f} + workers {cpu_kids:.2f}")
     for label, seconds in T.items():
         print(f"  {label:34s} {seconds:7.2f} s CPU")
+    print("this process by thread (sampled every 0.1 s):")
+    for name, seconds in threads.totals().items():
+        if seconds >= 0.01:
+            print(f"  {name:34s} {seconds:7.2f} s CPU")
     if args.max_cpu is not None and cpu_self + cpu_kids > args.max_cpu:
         print(f"MISS: CPU {cpu_self + cpu_kids:.1f} s > {args.max_cpu} s")
         return 1

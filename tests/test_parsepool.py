@@ -8,13 +8,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import zstandard
+
 from helixd.adapters import Chunk, FileContext, claude
 from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
 from helixd.ingest.parsepool import PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store, now_ms
-from helixd.store.writer import prepare_event
+from helixd.store.writer import compress_raw, prepare_event
 from tests.db_snapshot import snapshot
 from tests.secret_corpus import FAMILIES, enc
 from tests.test_ingest import record, session_file
@@ -97,3 +99,18 @@ def test_a_worker_sends_rows_not_events(tmp_path: Path) -> None:
     assert done.rows == [prepare_event(ev) for ev in inline.events]
     assert done.parsed.usage == [] and len(done.usage) >= 19  # facts as plain tuples
     assert done.records().usage == inline.usage
+
+
+def test_a_worker_sends_the_consumed_bytes_compressed(tmp_path: Path) -> None:
+    """The raw block is compressed in the worker (the ingesting process only runs SQL):
+    exactly the bytes parsed, a partial last line left out, in the form the store keeps."""
+    whole = b"".join(record(n, "assistant" if n % 2 else "user", "z" * 300) for n in range(1, 30))
+    data = whole + record(30)[:-15]  # the last line is not finished yet
+    ctx = FileContext(str(tmp_path / "s.jsonl"), "p/s.jsonl")
+    done = parse_piece(PieceJob(2, "claude", data, 0, False, ctx, {}))
+    assert done.parsed.consumed == len(whole)
+    assert done.raw_z is not None
+    assert zstandard.ZstdDecompressor().decompress(done.raw_z) == whole
+    assert done.raw_z == compress_raw(whole)
+    empty = parse_piece(PieceJob(3, "claude", record(1)[:-5], 0, False, ctx, {}))
+    assert empty.parsed.consumed == 0 and empty.raw_z is None

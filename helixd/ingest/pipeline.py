@@ -12,7 +12,7 @@ A pipeline in three stages, so that two cores are used:
    transaction on the store's thread.
 
 For a backlog of at least ``pool_min_bytes`` (a first ingest, a catch-up), steps 2 and 3's
-parse, row preparation and compression run in worker processes instead
+redaction, parse, row preparation and compression run in worker processes instead
 (``helixd/ingest/parsepool.py``): this process then only reads and runs SQL, and the two
 cores work side by side.  Smaller reads (a live append) are parsed inline: no process start.
 
@@ -608,11 +608,11 @@ class Ingestor:
         if item.done is None and item.redacted is None:
             return  # an empty piece: a database with no new row
         src = run.src
-        rows = None
+        rows = raw_z = None
         if item.done is not None:
             done = await item.done
             redacted = piece.data if done.redacted is None else done.redacted
-            secrets, parsed, rows = done.secrets, done.records(), done.rows
+            secrets, parsed, rows, raw_z = done.secrets, done.records(), done.rows, done.raw_z
         else:
             assert item.redacted is not None
             redacted, secrets = await item.redacted
@@ -637,6 +637,7 @@ class Ingestor:
             # a database row read again was updated in place: its events take the new content
             replace_events=src.adapter.whole_file(src.rel) or bool(src.adapter.tables),
             rows=rows,
+            raw_z=raw_z,  # compressed by a parse worker (else ``Batch.prepare`` does it)
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)

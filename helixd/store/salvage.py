@@ -56,6 +56,7 @@ def attempt(w: Writer, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
     """``(True, fn(*args))``, or ``(False, exc)`` with everything ``fn`` wrote undone when the
     store refused a value; any other failure propagates (the caller's transaction is then
     rolled back whole)."""
+    w.search.flush()  # what is pending before the savepoint must survive its rollback
     w.con.execute("SAVEPOINT salvage")
     next_id = w.next_id
     try:
@@ -65,6 +66,7 @@ def attempt(w: Writer, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
             raise
         w.con.execute("ROLLBACK TO salvage")
         w.con.execute("RELEASE salvage")
+        w.search.discard()  # full-text entries of the rolled-back rows
         w.next_id = next_id  # event ids taken inside the savepoint are free again
         w.usage.forget()  # session ids created inside it too
         w.parents.clear()

@@ -35,10 +35,34 @@ def search_doc(kind: str, summary: str, body: str | None, extra: str = "") -> st
 
 
 class SearchIndexWriter:
-    """Adds and removes the index entries of events (rowid = the event's id)."""
+    """Adds and removes the index entries of events (rowid = the event's id).
+
+    The text of new entries is held back (``pending``) and written to the FTS5 table in one
+    statement at the end of the writer's transaction (``flush``, called by the writer right
+    before ``COMMIT``).  FTS5 keeps the terms of a transaction in memory and writes them out
+    as a new segment whenever a statement opens a statement journal (any later statement
+    with a trigger or an ``ON CONFLICT``: the session counters, the usage upserts), so
+    interleaving the inserts with the other rows wrote one small segment per session and
+    batch, and as many merges later.  Held back, a transaction writes one segment.  A
+    deletion (``unindex``, ``forget_sessions``) writes what is pending first, so the index
+    sees its commands in order; a rolled-back transaction or savepoint drops what it added
+    (``discard``).  With ``hold`` off (the writer's salvage pass), entries are written at
+    once, so a text the index refuses fails inside the savepoint of its line."""
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
+        self.pending: list[tuple[int, str]] = []  # (rowid, text) not written to FTS5 yet
+        self.hold = True
+
+    def flush(self) -> None:
+        """Write the pending entries (in the open transaction)."""
+        if self.pending:
+            self.con.executemany("INSERT INTO search (rowid, text) VALUES (?, ?)", self.pending)
+            self.pending = []
+
+    def discard(self, keep: int = 0) -> None:
+        """Forget the pending entries after the first ``keep`` (their rows were rolled back)."""
+        del self.pending[keep:]
 
     def index(
         self,
@@ -46,17 +70,21 @@ class SearchIndexWriter:
         first_seq: int,
         docs: Sequence[tuple[int, str, str, int | None]],
         redocs: dict[int, tuple[str, str, int | None]],
+        ids: dict[int, int] | None = None,
     ) -> None:
         """Add the new (and rewritten) events' text to the full-text index, in the same
-        transaction as the rows: rowid = the event's id."""
+        transaction as the rows: rowid = the event's id.  ``docs`` name new events by
+        ``seq``; ``ids`` (``{seq: id}``) when the caller knows every one was stored, else
+        they are looked up."""
         found: list[tuple[int, str, str, int | None]] = []
         if docs:
-            ids = dict(
-                self.con.execute(
-                    "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ?",
-                    (session_id, first_seq),
-                ).fetchall()
-            )
+            if ids is None:
+                ids = dict(
+                    self.con.execute(
+                        "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ?",
+                        (session_id, first_seq),
+                    ).fetchall()
+                )
             found.extend((ids[seq], text, kind, ts) for seq, text, kind, ts in docs if seq in ids)
         if redocs:
             by_key = self._event_ids(session_id, list(redocs))
@@ -71,9 +99,9 @@ class SearchIndexWriter:
             "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
             [(i, session_id, kind, ts) for i, _, kind, ts in found],
         )
-        self.con.executemany(
-            "INSERT INTO search (rowid, text) VALUES (?, ?)", [(i, t) for i, t, _, _ in found]
-        )
+        self.pending.extend((i, t) for i, t, _, _ in found)
+        if not self.hold:
+            self.flush()
 
     def _event_ids(self, session_id: int, keys: Sequence[int]) -> dict[int, int]:
         found: dict[int, int] = {}
@@ -128,6 +156,7 @@ class SearchIndexWriter:
     def _delete(self, rows: Sequence[tuple[int, str, str, str | None]]) -> None:
         """A contentless index deletes an entry by the exact text it indexed, rebuilt here
         from the event row ``(id, kind, summary, body)``."""
+        self.flush()  # an entry still pending must exist before its deletion
         self.con.executemany(
             "INSERT INTO search (search, rowid, text) VALUES ('delete', ?, ?)",
             [(i, t) for i, k, s, b in rows if (t := search_doc(k, s, b))],

@@ -59,7 +59,7 @@ class Batch:
         bytes (zstd releases the GIL) and turn each event into its keys, its column values
         and its search text, so that the writer only has to run SQL."""
         if self.raw_z is None and self.raw:
-            self.raw_z = zstandard.ZstdCompressor(level=RAW_LEVEL).compress(self.raw)
+            self.raw_z = compress_raw(self.raw)
         if self.rows is None:
             self.rows = [prepare_event(ev) for ev in self.parsed.events]
 
@@ -71,6 +71,12 @@ class Batch:
             return 0
         end = data.find(b"\n", at)
         return (end if end >= 0 else len(data)) - at
+
+
+def compress_raw(raw: bytes, compressor: zstandard.ZstdCompressor | None = None) -> bytes:
+    """A raw block as stored: zstd at ``RAW_LEVEL``.  A compressor is not thread-safe: pass
+    one only where a single thread uses it (a parse worker keeps its own)."""
+    return (compressor or zstandard.ZstdCompressor(level=RAW_LEVEL)).compress(raw)
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
@@ -242,6 +248,7 @@ class Writer:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (_ID_FLOOR_KEY, str(self.next_id - 1)),
             )
+        self.search.flush()  # the transaction's full-text entries, last: one FTS5 segment
         self.con.execute("COMMIT")
 
     def commit(self, batch: Batch, now: int) -> int:
@@ -254,7 +261,9 @@ class Writer:
         Should the store refuse a value, the transaction is rolled back and written again
         with each batch in a savepoint, the records it refuses quarantined
         (``salvage.write_batch_total``); savepoints cost every page written twice, so the
-        first try goes without."""
+        first try goes without.  The second try writes the full-text entries as it goes
+        rather than at the end (``SearchIndexWriter.hold``), so that a text the index
+        refuses is met inside its line's savepoint and quarantines that line only."""
         from helixd.store.salvage import refused_value, write_batch_total
 
         try:
@@ -262,7 +271,11 @@ class Writer:
         except Exception as exc:
             if not refused_value(exc):
                 raise
-        return self.transaction(lambda: [write_batch_total(self, b, now) for b in batches])
+        self.search.hold = False
+        try:
+            return self.transaction(lambda: [write_batch_total(self, b, now) for b in batches])
+        finally:
+            self.search.hold = True
 
     def transaction(self, work: Callable[[], T]) -> T:
         """``work()`` in one ``BEGIN IMMEDIATE`` transaction, rolled back whole if it raises."""
@@ -273,6 +286,7 @@ class Writer:
         except BaseException:
             rollback(self.con)  # never hides the error (SQLite may have rolled back already)
             self.usage.forget()  # session ids created in the transaction can come again
+            self.search.discard()
             raise
         return result
 
@@ -502,6 +516,7 @@ class Writer:
         rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
         docs: list[tuple[int, str, str, int | None]] = []  # (seq, text, kind, ts)
+        doc_ids: dict[int, int] = {}  # seq -> the id given to the event
         redocs: dict[int, tuple[str, str, int | None]] = {}  # ekey -> (text, kind, ts)
         first_seq = next_seq
         messages = 0
@@ -515,6 +530,7 @@ class Writer:
                 continue
             if text:
                 docs.append((next_seq, text, kind, ts))
+                doc_ids[next_seq] = self.next_id
             done.add(key)
             seen[key] = seq = next_seq
             next_seq += 1
@@ -523,13 +539,15 @@ class Writer:
             rows.append((self.next_id, session_id, seq, parent_seq, key, anchor, file_id, *content))
             self.next_id += 1
             messages += kind in MESSAGE_KINDS
+        stored_all = True
         if rows:
-            self.con.executemany(_INSERT_EVENT, rows)
+            stored_all = self.con.executemany(_INSERT_EVENT, rows).rowcount == len(rows)
         if updates:
             self.search.unindex(session_id, list(redocs))
             self.con.executemany(_UPDATE_EVENT, updates)
         if docs or redocs:
-            self.search.index(session_id, first_seq, docs, redocs)
+            # every row stored: the ids given are the events' ids (else they are looked up)
+            self.search.index(session_id, first_seq, docs, redocs, doc_ids if stored_all else None)
         self.con.execute(
             "UPDATE sessions SET next_seq = ?, events = events + ?, messages = messages + ?,"
             " changed_at = ? WHERE id = ?",

@@ -1,0 +1,112 @@
+"""The writer alone: the SQL of a first ingest (the store thread, the critical path of a
+backlog), measured on recorded batches so that the parse, the workers and the machine's
+other load do not blur it.
+
+``--record FILE`` ingests the corpus once (``Ingestor.backfill``, parsed inline) and keeps
+every group commit's batches, prepared (rows made, raw compressed), in ``FILE`` (pickle).
+Then each run replays the recorded groups into a fresh store, in the same order and
+grouping, and prints the store thread's CPU (``time.thread_time``) for the commits and its
+wall time; ``--max-cpu`` exits 1 above that many seconds (median of the runs).
+
+    .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
+    .venv/bin/python bench/writer_sql.py /tmp/x/c200 --record /tmp/x/groups.pickle --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+async def record(home: Path, out: Path) -> None:
+    from helixd.adapters import claude, codex
+    from helixd.ingest.pipeline import Ingestor, discover
+    from helixd.store.database import Batch, Store
+
+    groups: list[list[Batch]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        async with await Store.open(Path(tmp) / "rec.db") as store:
+            commit_many = store.commit_many
+
+            async def keep(batches: Sequence[Batch]) -> list[int]:
+                for batch in batches:
+                    batch.prepare()
+                groups.append(list(batches))
+                return await commit_many(batches)
+
+            store.commit_many = keep  # type: ignore[method-assign]
+            roots = [
+                (claude.ADAPTER, home / ".claude" / "projects"),
+                (codex.ADAPTER, home / ".codex" / "sessions"),
+            ]
+            await Ingestor(store, workers=0).backfill(discover(roots))
+    with out.open("wb") as f:
+        pickle.dump(groups, f, protocol=pickle.HIGHEST_PROTOCOL)
+    print(f"recorded {len(groups)} group commits, {sum(map(len, groups))} batches -> {out}")
+
+
+async def replay(groups: list[list[Any]], pragmas: Sequence[str]) -> tuple[float, float, int]:
+    from helixd.store.database import Store, now_ms
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with await Store.open(Path(tmp) / "w.db") as store:
+            writer = store._writer
+            for pragma in pragmas:  # an experiment: e.g. --pragma "wal_autocheckpoint = 0"
+                await store.run(writer.con.execute, f"PRAGMA {pragma}")
+
+            def run_all() -> float:
+                start = time.thread_time()
+                for group in groups:
+                    writer.commit_many(group, now_ms())
+                # what is left in the WAL is copied at the close: part of the cost
+                writer.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return time.thread_time() - start
+
+            t0 = time.perf_counter()
+            cpu = await store.run(run_all)
+            wall = time.perf_counter() - t0
+        size = os.path.getsize(Path(tmp) / "w.db")
+    return cpu, wall, size
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("home", type=Path, help="a corpus HOME (bench/gen_corpus.py --out)")
+    ap.add_argument("--record", type=Path, required=True, help="the recorded batches (pickle)")
+    ap.add_argument("--again", action="store_true", help="record again even if the file exists")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pragma", action="append", default=[], help="PRAGMA to set first")
+    ap.add_argument("--max-cpu", type=float, default=None, help="exit 1 above (median, s)")
+    args = ap.parse_args()
+    os.environ.setdefault("TZ", "UTC")
+    if args.again or not args.record.exists():
+        asyncio.run(record(args.home.resolve(), args.record))
+    with args.record.open("rb") as f:
+        groups = pickle.load(f)
+    cpus = []
+    for n in range(args.runs):
+        cpu, wall, size = asyncio.run(replay(groups, args.pragma))
+        cpus.append(cpu)
+        print(
+            f"run {n + 1}: store thread {cpu:.2f} s CPU, {wall:.2f} s wall,"
+            f" store {size / 1e6:.0f} MB (load {os.getloadavg()[0]:.1f})"
+        )
+    median = statistics.median(cpus)
+    print(f"median store-thread CPU {median:.2f} s over {len(cpus)} runs")
+    if args.max_cpu is not None and median > args.max_cpu:
+        print(f"MISS: {median:.2f} s > {args.max_cpu} s")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
