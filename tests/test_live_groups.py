@@ -8,9 +8,15 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+from helixd.adapters import claude
+from helixd.core.commits import Commit
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.store.database import Store
 from tests.daemon_helpers import Helixd, line, project, wait_for
 
 
@@ -97,3 +103,43 @@ async def test_an_item_put_for_later_keeps_the_queue_busy_without_blocking_other
     assert time.monotonic() - started >= 0.25
     q.done()
     assert not q.busy()
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, counting the thread hops made through it."""
+
+    hops = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.hops += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_a_run_of_changed_files_commits_once_with_few_thread_hops(
+    store: Store, tmp_path: Path
+) -> None:
+    """The daemon's run of 40 changed files: every file's rows and cursor in one
+    transaction (one commit, not one per few batches) and a handful of thread hops (the
+    reads several files a hop, small batches prepared without a hop)."""
+    proj = project(tmp_path / "home")
+    files = [proj / f"{sid(i)}.jsonl" for i in range(40)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, sid=sid(i)))
+    sources = list(discover([(claude.ADAPTER, proj.parent)]))
+    await Ingestor(store, workers=0).backfill(sources)
+    for i, f in enumerate(files):
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    commits: list[Commit] = []
+    store.on_commit = commits.append
+    counting = CountingExecutor(max_workers=4)
+    asyncio.get_running_loop().set_default_executor(counting)
+    known = await store.cursors_for([s.path for s in sources])
+    stats = await Ingestor(store, workers=0).ingest_files([(s, known[s.path]) for s in sources])
+    assert stats.events == 80 and stats.files_read == 40
+    assert len(commits) == 1, len(commits)
+    assert counting.hops <= 4, counting.hops  # one read hop per 128 items; was 45
+    rows = await store.db.execute("SELECT count(*), count(DISTINCT file_id) FROM events")
+    assert rows == [(120, 40)]
+    offsets = dict(await store.db.execute("SELECT path, offset FROM files"))
+    assert all(offsets[str(f)] == f.stat().st_size for f in files)

@@ -70,6 +70,7 @@ INLINE_REDACT: Final = 1 << 16
 DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
 READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
+LIVE_READ_AHEAD_ITEMS: Final = 128  # the daemon's runs: many files of a few new lines each
 
 
 class SourceFailed(Exception):
@@ -145,8 +146,12 @@ class _Writer:
     (or ``close``) raises the commit's error.  The batches not committed are read again
     from the file's cursor next time."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, whole: bool = False) -> None:
         self.store = store
+        # ``whole`` (the daemon's runs of changed files): a commit takes every batch up to
+        # GROUP_BYTES, waiting for more rather than committing what happens to be queued,
+        # and small batches are prepared on the loop (a thread hop costs more than the work)
+        self.whole = whole
         self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
         self.error: BaseException | None = None
         self.task = asyncio.create_task(self._run())
@@ -167,9 +172,10 @@ class _Writer:
                 return
             group = [item]
             size = len(item[0].raw)
-            # Whatever else is already queued joins this transaction (group commit).
-            while size < GROUP_BYTES and not self.queue.empty():
-                more = self.queue.get_nowait()
+            # Whatever else is already queued joins this transaction (group commit); a
+            # whole run waits for its next batch, so that it commits once.
+            while size < GROUP_BYTES and (self.whole or not self.queue.empty()):
+                more = await self.queue.get() if self.whole else self.queue.get_nowait()
                 if more is None:
                     done = True
                     break
@@ -190,6 +196,9 @@ class _Writer:
         prepared: Awaitable[None]
         if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
             prepared = asyncio.sleep(0)  # prepared by a parse worker already
+        elif self.whole and len(batch.raw) < INLINE_REDACT:
+            batch.prepare()
+            prepared = asyncio.sleep(0)
         else:
             prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         await self.queue.put((batch, prepared))
@@ -209,8 +218,11 @@ class _ReadAhead:
     hop brings up to ``READ_AHEAD_ITEMS`` items or ``READ_AHEAD_BYTES`` of pieces, so
     small chunks (or many small files) do not pay one thread hand-off each."""
 
-    def __init__(self, plan: Generator[_Planned, None, None]) -> None:
+    def __init__(
+        self, plan: Generator[_Planned, None, None], items: int = READ_AHEAD_ITEMS
+    ) -> None:
         self.plan = plan
+        self.items = items
         self.ready: deque[_Planned] = deque()
         self.pending: asyncio.Future[list[_Planned]] | None = None
         self.done = False
@@ -222,7 +234,7 @@ class _ReadAhead:
             items.append(item)
             if item.piece is not None:
                 size += len(item.piece.data) + len(item.raw_z or b"")
-            if len(items) >= READ_AHEAD_ITEMS or size >= READ_AHEAD_BYTES:
+            if len(items) >= self.items or size >= READ_AHEAD_BYTES:
                 break
         return items
 
@@ -344,7 +356,7 @@ class Ingestor:
                     found = await self.store.cursor_by_identity(st.dev, st.ino)
                     identity.update({(c.dev, c.ino): c for c in found})
             todo.append((src, cursor))
-        await self._run(todo, identity, stats, None, 0, budget)
+        await self._run(todo, identity, stats, None, 0, budget, whole=True)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -356,13 +368,18 @@ class Ingestor:
         progress: Callable[[int, int], None] | None,
         total: int,
         budget: int | None = None,
+        *,
+        whole: bool = False,
     ) -> None:
         pool = ParsePool(self.workers) if self.workers and total >= self.pool_min_bytes else None
         lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
-        writer = _Writer(self.store)
+        writer = _Writer(self.store, whole=whole)
         window: deque[_Planned] = deque()
         gone: list[str] = []
-        reads = _ReadAhead(self._plan(todo, identity, stats, gone, budget))
+        reads = _ReadAhead(
+            self._plan(todo, identity, stats, gone, budget),
+            LIVE_READ_AHEAD_ITEMS if whole else READ_AHEAD_ITEMS,
+        )
         try:
             while (item := await reads.next()) is not None:
                 self._start(item, pool)
