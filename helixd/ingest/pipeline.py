@@ -63,6 +63,7 @@ __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 MARKS: Final = dbsource.MARKS_KEY
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
+LIVE_GROUP_BYTES: Final = 1 << 20  # ... and a live run (commits overlap the parse of what follows)
 LOOKAHEAD: Final = 3
 POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
 POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
@@ -135,11 +136,19 @@ class _Planned:
     raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
 
+_Item = tuple[Batch, Awaitable[None] | None]  # a batch and its preparation (None: done)
+
+
 class _Writer:
     """Commits batches in order on a background task while the caller parses the next.
 
     A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
     it is queued, so compression of one batch overlaps the commit of the one before.
+
+    ``whole`` (the daemon's runs of changed files, a few lines each): the batches are held
+    until they make ``LIVE_GROUP_BYTES`` or the run ends, then handed over together — one
+    transaction for every file of the run rather than whatever happened to be queued — and
+    a small batch is prepared on the loop (a thread hop costs more than the work).
 
     A failed commit (a locked or full store) ends the writing, and the queue is still
     emptied, so that a producer waiting for room is never left waiting: its next ``put``
@@ -148,11 +157,10 @@ class _Writer:
 
     def __init__(self, store: Store, *, whole: bool = False) -> None:
         self.store = store
-        # ``whole`` (the daemon's runs of changed files): a commit takes every batch up to
-        # GROUP_BYTES, waiting for more rather than committing what happens to be queued,
-        # and small batches are prepared on the loop (a thread hop costs more than the work)
         self.whole = whole
-        self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.queue: asyncio.Queue[list[_Item] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.held: list[_Item] = []  # whole: batches not handed to the task yet
+        self.held_bytes = 0
         self.error: BaseException | None = None
         self.task = asyncio.create_task(self._run())
 
@@ -165,23 +173,25 @@ class _Writer:
                 pass
 
     async def _commit_queued(self) -> None:
+        limit = LIVE_GROUP_BYTES if self.whole else GROUP_BYTES
         done = False
         while not done:
-            item = await self.queue.get()
-            if item is None:
+            items = await self.queue.get()
+            if items is None:
                 return
-            group = [item]
-            size = len(item[0].raw)
-            # Whatever else is already queued joins this transaction (group commit); a
-            # whole run waits for its next batch, so that it commits once.
-            while size < GROUP_BYTES and (self.whole or not self.queue.empty()):
-                more = await self.queue.get() if self.whole else self.queue.get_nowait()
+            group = list(items)
+            size = sum(len(batch.raw) for batch, _ in items)
+            # Whatever else is already queued joins this transaction (group commit).
+            while size < limit and not self.queue.empty():
+                more = self.queue.get_nowait()
                 if more is None:
                     done = True
                     break
-                group.append(more)
-                size += len(more[0].raw)
+                group += more
+                size += sum(len(batch.raw) for batch, _ in more)
             for _, prepared in group:
+                if prepared is None:
+                    continue
                 try:
                     await prepared
                 except Exception:  # the write prepares it again and quarantines what fails
@@ -193,19 +203,30 @@ class _Writer:
             raise self.error  # the writer's failure, in the producer
         if self.task.done():
             self.task.result()
-        prepared: Awaitable[None]
+        prepared: Awaitable[None] | None = None
         if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
-            prepared = asyncio.sleep(0)  # prepared by a parse worker already
+            pass  # prepared by a parse worker already
         elif self.whole and len(batch.raw) < INLINE_REDACT:
             batch.prepare()
-            prepared = asyncio.sleep(0)
         else:
             prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
-        await self.queue.put((batch, prepared))
-        await asyncio.sleep(0)
+        if not self.whole:
+            await self.queue.put([(batch, prepared)])
+            await asyncio.sleep(0)
+            return
+        self.held.append((batch, prepared))
+        self.held_bytes += len(batch.raw)
+        if self.held_bytes >= LIVE_GROUP_BYTES:
+            await self._hand_over()
+
+    async def _hand_over(self) -> None:
+        if self.held:
+            items, self.held, self.held_bytes = self.held, [], 0
+            await self.queue.put(items)
 
     async def close(self) -> None:
         if not self.task.done():
+            await self._hand_over()
             await self.queue.put(None)
         await self.task
         if self.error is not None:
