@@ -247,6 +247,7 @@ class _ReadAhead:
         self.ready: deque[_Planned] = deque()
         self.pending: asyncio.Future[list[_Planned]] | None = None
         self.done = False
+        self.exhausted = False  # the plan has ended (no hop needed to learn it)
 
     def _take(self) -> list[_Planned]:
         items: list[_Planned] = []
@@ -257,6 +258,8 @@ class _ReadAhead:
                 size += len(item.piece.data) + len(item.raw_z or b"")
             if len(items) >= self.items or size >= READ_AHEAD_BYTES:
                 break
+        else:
+            self.exhausted = True
         return items
 
     def _fetch(self) -> asyncio.Future[list[_Planned]]:
@@ -269,7 +272,7 @@ class _ReadAhead:
             # shielded: a cancelled caller leaves the read running; ``close`` waits for it
             items = await asyncio.shield(self.pending)
             self.ready.extend(items)
-            self.done = not items
+            self.done = not items or self.exhausted
             self.pending = None if self.done else self._fetch()
         return self.ready.popleft() if self.ready else None
 
