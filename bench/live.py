@@ -324,7 +324,8 @@ def load(tmp: Path, nfiles: int, rate: float, seconds: float, target_ms: float) 
         f"load {nfiles:>3} files  append->visible p50 {statistics.median(lat) * 1000:.0f} ms,"
         f" p99 {p99:.0f} ms, max {lat[-1] * 1000:.0f} ms ({len(lat)} appends,"
         f" {rate:g} lines/s each, {seconds:g} s, search+report looping; daemon"
-        f" {cpu:.1f} s CPU; load avg {os.getloadavg()[0]:.1f})"
+        f" {cpu:.1f} s CPU, {cpu * 1000 / len(lat):.3f} s per 1 000 lines;"
+        f" load avg {os.getloadavg()[0]:.1f})"
         f" {'ok' if ok else 'MISSED'} p99 <= {target_ms:g} ms"
     )
     return ok

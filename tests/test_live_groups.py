@@ -8,9 +8,15 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from helixd.daemon.workqueue import RECONCILE, WorkQueue
+from helixd.adapters import claude
+from helixd.core.commits import Commit
+from helixd.daemon.workqueue import RECONCILE, QueueStats, WorkQueue
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.store.database import Store
 from tests.daemon_helpers import Helixd, line, project, wait_for
 
 
@@ -31,6 +37,20 @@ async def test_take_ready_takes_ready_paths_not_tasks() -> None:
     later.put("/x")
     assert later.take_ready(5) == []  # not before its debounce
     assert later.statistics().in_progress == 0
+
+
+def test_a_run_takes_the_paths_still_in_their_debounce_when_asked() -> None:
+    """The worker's run also takes the paths whose debounce ends within ``early`` (one
+    run, one commit, for files appended a few milliseconds apart); never a task, nor a
+    path put for later than that."""
+    q = WorkQueue(debounce=30)
+    q.put("/x")
+    q.put("/y")
+    q.put(RECONCILE)
+    q.put("/z", after=60)
+    assert q.take_ready(5, early=1) == []
+    assert q.take_ready(5, early=30) == ["/x", "/y"]
+    assert q.statistics() == QueueStats(pending=2, in_progress=2, processed=0)
 
 
 def sid(i: int) -> str:
@@ -97,3 +117,43 @@ async def test_an_item_put_for_later_keeps_the_queue_busy_without_blocking_other
     assert time.monotonic() - started >= 0.25
     q.done()
     assert not q.busy()
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, counting the thread hops made through it."""
+
+    hops = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.hops += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_a_run_of_changed_files_commits_once_with_few_thread_hops(
+    store: Store, tmp_path: Path
+) -> None:
+    """The daemon's run of 40 changed files: every file's rows and cursor in one
+    transaction (one commit, not one per few batches) and a handful of thread hops (the
+    reads several files a hop, small batches prepared without a hop)."""
+    proj = project(tmp_path / "home")
+    files = [proj / f"{sid(i)}.jsonl" for i in range(40)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, sid=sid(i)))
+    sources = list(discover([(claude.ADAPTER, proj.parent)]))
+    await Ingestor(store, workers=0).backfill(sources)
+    for i, f in enumerate(files):
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    commits: list[Commit] = []
+    store.on_commit = commits.append
+    counting = CountingExecutor(max_workers=4)
+    asyncio.get_running_loop().set_default_executor(counting)
+    known = await store.cursors_for([s.path for s in sources])
+    stats = await Ingestor(store, workers=0).ingest_files([(s, known[s.path]) for s in sources])
+    assert stats.events == 80 and stats.files_read == 40
+    assert len(commits) == 1, len(commits)
+    assert counting.hops == 1, counting.hops  # the reads: 128 items a hop; was 45
+    rows = await store.db.execute("SELECT count(*), count(DISTINCT file_id) FROM events")
+    assert rows == [(120, 40)]
+    offsets = dict(await store.db.execute("SELECT path, offset FROM files"))
+    assert all(offsets[str(f)] == f.stat().st_size for f in files)

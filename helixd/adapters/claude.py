@@ -17,6 +17,7 @@ Pure: bytes in, records out.  The rules it follows are in ``../shared/notes/form
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Mapping
@@ -76,6 +77,7 @@ def sidecar(path: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # once per file, not per read (the daemon reads often)
 def file_identity(rel: str) -> tuple[str, str | None, bool]:
     """``(native_id, parent_native_id, is_subagent)`` from the path under the root.
 

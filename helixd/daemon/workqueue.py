@@ -99,10 +99,11 @@ class WorkQueue:
             except TimeoutError:
                 pass
 
-    def take_ready(self, limit: int) -> list[str]:
-        """Up to ``limit`` more *paths* whose debounce has passed (tasks stay queued), marked
-        in progress like ``get``'s item: the worker reads several changed files in one go."""
-        now = time.monotonic()
+    def take_ready(self, limit: int, early: float = 0.0) -> list[str]:
+        """Up to ``limit`` more *paths* whose debounce has passed, or passes within ``early``
+        seconds (tasks stay queued), marked in progress like ``get``'s item: the worker
+        reads several changed files in one go."""
+        now = time.monotonic() + early
         taken: list[str] = []
         for item, ready in self._pending.items():
             if len(taken) >= limit:

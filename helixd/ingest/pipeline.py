@@ -63,6 +63,7 @@ __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 MARKS: Final = dbsource.MARKS_KEY
 QUEUE_DEPTH: Final = 4
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
+LIVE_GROUP_BYTES: Final = 256 << 10  # ... a live run (its first files visible sooner)
 LOOKAHEAD: Final = 3
 POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
 POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
@@ -70,6 +71,7 @@ INLINE_REDACT: Final = 1 << 16
 DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
 READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
 READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
+LIVE_READ_AHEAD_ITEMS: Final = 128  # the daemon's runs: many files of a few new lines each
 
 
 class SourceFailed(Exception):
@@ -134,20 +136,31 @@ class _Planned:
     raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
 
 
+_Item = tuple[Batch, Awaitable[None] | None]  # a batch and its preparation (None: done)
+
+
 class _Writer:
     """Commits batches in order on a background task while the caller parses the next.
 
     A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
     it is queued, so compression of one batch overlaps the commit of the one before.
 
+    ``whole`` (the daemon's runs of changed files, a few lines each): the batches are held
+    until they make ``LIVE_GROUP_BYTES`` or the run ends, then handed over together — one
+    transaction for every file of the run rather than whatever happened to be queued — and
+    a small batch is prepared on the loop (a thread hop costs more than the work).
+
     A failed commit (a locked or full store) ends the writing, and the queue is still
     emptied, so that a producer waiting for room is never left waiting: its next ``put``
     (or ``close``) raises the commit's error.  The batches not committed are read again
     from the file's cursor next time."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, whole: bool = False) -> None:
         self.store = store
-        self.queue: asyncio.Queue[tuple[Batch, Awaitable[None]] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.whole = whole
+        self.queue: asyncio.Queue[list[_Item] | None] = asyncio.Queue(QUEUE_DEPTH)
+        self.held: list[_Item] = []  # whole: batches not handed to the task yet
+        self.held_bytes = 0
         self.error: BaseException | None = None
         self.task = asyncio.create_task(self._run())
 
@@ -160,22 +173,25 @@ class _Writer:
                 pass
 
     async def _commit_queued(self) -> None:
+        limit = LIVE_GROUP_BYTES if self.whole else GROUP_BYTES
         done = False
         while not done:
-            item = await self.queue.get()
-            if item is None:
+            items = await self.queue.get()
+            if items is None:
                 return
-            group = [item]
-            size = len(item[0].raw)
+            group = list(items)
+            size = sum(len(batch.raw) for batch, _ in items)
             # Whatever else is already queued joins this transaction (group commit).
-            while size < GROUP_BYTES and not self.queue.empty():
+            while size < limit and not self.queue.empty():
                 more = self.queue.get_nowait()
                 if more is None:
                     done = True
                     break
-                group.append(more)
-                size += len(more[0].raw)
+                group += more
+                size += sum(len(batch.raw) for batch, _ in more)
             for _, prepared in group:
+                if prepared is None:
+                    continue
                 try:
                     await prepared
                 except Exception:  # the write prepares it again and quarantines what fails
@@ -187,16 +203,30 @@ class _Writer:
             raise self.error  # the writer's failure, in the producer
         if self.task.done():
             self.task.result()
-        prepared: Awaitable[None]
+        prepared: Awaitable[None] | None = None
         if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
-            prepared = asyncio.sleep(0)  # prepared by a parse worker already
+            pass  # prepared by a parse worker already
+        elif self.whole and len(batch.raw) < INLINE_REDACT:
+            batch.prepare()
         else:
             prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
-        await self.queue.put((batch, prepared))
-        await asyncio.sleep(0)
+        if not self.whole:
+            await self.queue.put([(batch, prepared)])
+            await asyncio.sleep(0)
+            return
+        self.held.append((batch, prepared))
+        self.held_bytes += len(batch.raw)
+        if self.held_bytes >= LIVE_GROUP_BYTES:
+            await self._hand_over()
+
+    async def _hand_over(self) -> None:
+        if self.held:
+            items, self.held, self.held_bytes = self.held, [], 0
+            await self.queue.put(items)
 
     async def close(self) -> None:
         if not self.task.done():
+            await self._hand_over()
             await self.queue.put(None)
         await self.task
         if self.error is not None:
@@ -209,11 +239,15 @@ class _ReadAhead:
     hop brings up to ``READ_AHEAD_ITEMS`` items or ``READ_AHEAD_BYTES`` of pieces, so
     small chunks (or many small files) do not pay one thread hand-off each."""
 
-    def __init__(self, plan: Generator[_Planned, None, None]) -> None:
+    def __init__(
+        self, plan: Generator[_Planned, None, None], items: int = READ_AHEAD_ITEMS
+    ) -> None:
         self.plan = plan
+        self.items = items
         self.ready: deque[_Planned] = deque()
         self.pending: asyncio.Future[list[_Planned]] | None = None
         self.done = False
+        self.exhausted = False  # the plan has ended (no hop needed to learn it)
 
     def _take(self) -> list[_Planned]:
         items: list[_Planned] = []
@@ -222,8 +256,10 @@ class _ReadAhead:
             items.append(item)
             if item.piece is not None:
                 size += len(item.piece.data) + len(item.raw_z or b"")
-            if len(items) >= READ_AHEAD_ITEMS or size >= READ_AHEAD_BYTES:
+            if len(items) >= self.items or size >= READ_AHEAD_BYTES:
                 break
+        else:
+            self.exhausted = True
         return items
 
     def _fetch(self) -> asyncio.Future[list[_Planned]]:
@@ -236,7 +272,7 @@ class _ReadAhead:
             # shielded: a cancelled caller leaves the read running; ``close`` waits for it
             items = await asyncio.shield(self.pending)
             self.ready.extend(items)
-            self.done = not items
+            self.done = not items or self.exhausted
             self.pending = None if self.done else self._fetch()
         return self.ready.popleft() if self.ready else None
 
@@ -344,7 +380,7 @@ class Ingestor:
                     found = await self.store.cursor_by_identity(st.dev, st.ino)
                     identity.update({(c.dev, c.ino): c for c in found})
             todo.append((src, cursor))
-        await self._run(todo, identity, stats, None, 0, budget)
+        await self._run(todo, identity, stats, None, 0, budget, whole=True)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -356,13 +392,18 @@ class Ingestor:
         progress: Callable[[int, int], None] | None,
         total: int,
         budget: int | None = None,
+        *,
+        whole: bool = False,
     ) -> None:
         pool = ParsePool(self.workers) if self.workers and total >= self.pool_min_bytes else None
         lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
-        writer = _Writer(self.store)
+        writer = _Writer(self.store, whole=whole)
         window: deque[_Planned] = deque()
         gone: list[str] = []
-        reads = _ReadAhead(self._plan(todo, identity, stats, gone, budget))
+        reads = _ReadAhead(
+            self._plan(todo, identity, stats, gone, budget),
+            LIVE_READ_AHEAD_ITEMS if whole else READ_AHEAD_ITEMS,
+        )
         try:
             while (item := await reads.next()) is not None:
                 self._start(item, pool)

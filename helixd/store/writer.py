@@ -11,6 +11,7 @@ from the adapter's parent key (the turn DAG).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -73,10 +74,22 @@ class Batch:
         return (end if end >= 0 else len(data)) - at
 
 
+_local = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    """This thread's compressor (one is not safe across threads): a new one per batch cost
+    26 us of its 31 us on a 3 kB batch, and the daemon's live batches are that small."""
+    c: zstandard.ZstdCompressor | None = getattr(_local, "zstd", None)
+    if c is None:
+        c = _local.zstd = zstandard.ZstdCompressor(level=RAW_LEVEL)
+    return c
+
+
 def compress_raw(raw: bytes, compressor: zstandard.ZstdCompressor | None = None) -> bytes:
-    """A raw block as stored: zstd at ``RAW_LEVEL``.  A compressor is not thread-safe: pass
-    one only where a single thread uses it (a parse worker keeps its own)."""
-    return (compressor or zstandard.ZstdCompressor(level=RAW_LEVEL)).compress(raw)
+    """A raw block as stored: zstd at ``RAW_LEVEL``, with ``compressor`` (a parse worker keeps
+    its own) or this thread's."""
+    return (compressor or _compressor()).compress(raw)
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]

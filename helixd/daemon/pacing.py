@@ -1,0 +1,32 @@
+"""When the daemon may rebuild digests again while files are busy.
+
+A digest rebuild reads every changed session whole, so under a steady stream of appends
+its cost grows with the sessions, not with the new lines: rebuilt after every read it ends
+up taking most of the worker's time and the reads fall behind.  ``DigestPace`` spaces the
+rebuilds by their own cost — after one that took ``d`` seconds the next waits at least
+``SHARE_INVERSE * d`` (so digests take at most about a tenth of the worker's time), and
+never less than ``EVERY`` — while a rebuild after a quiet spell runs at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+EVERY: Final = 1.0  # seconds between rebuilds at least, however cheap
+SHARE_INVERSE: Final = 10  # a rebuild's cost times this: the wait before the next
+
+
+@dataclass(slots=True)
+class DigestPace:
+    last_start: float = float("-inf")  # monotonic time the last rebuild started
+    last_cost: float = 0.0  # how long it took (seconds)
+
+    def wait(self, now: float) -> float:
+        """Seconds until the next rebuild may start (0: now)."""
+        gap = max(EVERY, SHARE_INVERSE * self.last_cost)
+        return max(self.last_start + gap - now, 0.0)
+
+    def ran(self, start: float, end: float) -> None:
+        """A rebuild ran from ``start`` to ``end`` (monotonic seconds)."""
+        self.last_start, self.last_cost = start, max(end - start, 0.0)
