@@ -211,3 +211,52 @@ def test_whole_utc_days_read_the_day_rollup() -> None:
     odd = mq.Scope(since=20_000 * DAY_MS + 900_000)
     assert "usage_buckets" in mq._usage_source(odd, "repo", None, 0)[0]
     assert "usage_hours" in mq._usage_source(day, "agent", 86_400, 0)[0]
+
+
+async def test_a_renormalization_rebuilds_the_rollup(tmp_path: Path) -> None:
+    """Usage an older adapter version wrote with other counters, re-normalized from the raw
+    lines: the rollup follows the rewritten facts and equals a fresh ingest's."""
+    from dataclasses import replace
+
+    from helixd.adapters import Adapter, Chunk
+    from helixd.core.records import Parsed
+    from helixd.ingest.renormalize import renormalize
+
+    def older(adapter: Adapter) -> Adapter:
+        def parse(chunk: Chunk, state: Any) -> Parsed:
+            out = adapter.parse(chunk, state)
+            usage = [replace(u, input_tokens=u.input_tokens + 1000) for u in out.usage]
+            return replace(out, usage=usage)
+
+        return replace(adapter, version=adapter.version - 1, parse=parse)
+
+    pairs = []
+    for adapter in REGISTRY:
+        if adapter.name in ("claude", "codex"):
+            root = tmp_path / "src" / adapter.name
+            shutil.copytree(FIXTURES / adapter.name, root)
+            pairs.append((adapter, root))
+    old_db, new_db = tmp_path / "old.db", tmp_path / "new.db"
+    async with await Store.open(old_db) as store:
+        await Ingestor(store).backfill(discover([(older(a), r) for a, r in pairs]))
+    async with await Store.open(new_db) as store:
+        await Ingestor(store).backfill(discover(pairs))
+
+    def days(db: Path) -> list[tuple[Any, ...]]:
+        con = sqlite3.connect(db)
+        try:
+            return sorted(
+                con.execute(
+                    "SELECT d.day, s.uid, d.model, d.responses, d.input, d.output, d.cache_read"
+                    " FROM usage_days d JOIN sessions s ON s.id = d.session_id"
+                )
+            )
+        finally:
+            con.close()
+
+    assert days(old_db) != days(new_db)
+    async with await Store.open(old_db) as store:
+        stats = await renormalize(store, REGISTRY)
+        assert stats.groups > 0
+    _days_match_the_buckets(old_db)
+    assert days(old_db) == days(new_db) and days(new_db)

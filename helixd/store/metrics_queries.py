@@ -501,8 +501,3 @@ def session_rows(con: sqlite3.Connection, uids: Sequence[str]) -> list[dict[str,
             row["first_prompt"], row["outcome"] = r[-2], r[-1]
             out.append(row)
     return out
-
-
-def session_keys(con: sqlite3.Connection) -> dict[int, tuple[str, str]]:
-    """``{session id: (agent, repo or '')}`` of every session (a few thousand rows)."""
-    return {int(i): (a, r or "") for i, a, r in con.execute("SELECT id, agent, repo FROM sessions")}
