@@ -12,6 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from helixd.adapters import claude
 from helixd.core.commits import Commit
 from helixd.daemon.workqueue import RECONCILE, QueueStats, WorkQueue
@@ -157,3 +159,31 @@ async def test_a_run_of_changed_files_commits_once_with_few_thread_hops(
     assert rows == [(120, 40)]
     offsets = dict(await store.db.execute("SELECT path, offset FROM files"))
     assert all(offsets[str(f)] == f.stat().st_size for f in files)
+
+
+async def test_a_live_run_whose_commit_fails_raises_and_does_not_hang(tmp_path: Path) -> None:
+    """The store locked by another process's writer: the run's one commit fails after the
+    busy timeout and the error reaches the caller (the worker then backs off); the
+    writer task had taken the end of the batches with them and used to wait for it."""
+    db = tmp_path / "helix.db"
+    store = await Store.open(db, busy_ms=50)
+    try:
+        proj = project(tmp_path / "home")
+        f = proj / f"{sid(0)}.jsonl"
+        f.write_bytes(line(0, sid=sid(0)))
+        src = next(iter(discover([(claude.ADAPTER, proj.parent)])))
+        await Ingestor(store, workers=0).ingest_files([(src, None)])
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(0)))
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            cursor = await store.cursor_for(str(f))
+            with pytest.raises(Exception, match="locked"):
+                await asyncio.wait_for(Ingestor(store, workers=0).ingest_files([(src, cursor)]), 10)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert (await store.cursor_for(str(f))) == cursor  # nothing half-written
+    finally:
+        await store.close()

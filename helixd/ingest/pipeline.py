@@ -162,6 +162,7 @@ class _Writer:
         self.held: list[_Item] = []  # whole: batches not handed to the task yet
         self.held_bytes = 0
         self.error: BaseException | None = None
+        self.ended = False  # the end of the batches (``None``) has been taken off the queue
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -169,7 +170,8 @@ class _Writer:
             await self._commit_queued()
         except Exception as exc:
             self.error = exc
-            while await self.queue.get() is not None:  # let a waiting producer go on
+            # let a waiting producer go on; the end may already be in the failed group
+            while not self.ended and await self.queue.get() is not None:
                 pass
 
     async def _commit_queued(self) -> None:
@@ -178,6 +180,7 @@ class _Writer:
         while not done:
             items = await self.queue.get()
             if items is None:
+                self.ended = True
                 return
             group = list(items)
             size = sum(len(batch.raw) for batch, _ in items)
@@ -185,7 +188,7 @@ class _Writer:
             while size < limit and not self.queue.empty():
                 more = self.queue.get_nowait()
                 if more is None:
-                    done = True
+                    done = self.ended = True
                     break
                 group += more
                 size += sum(len(batch.raw) for batch, _ in more)
