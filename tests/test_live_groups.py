@@ -187,3 +187,37 @@ async def test_a_live_run_whose_commit_fails_raises_and_does_not_hang(tmp_path: 
         assert (await store.cursor_for(str(f))) == cursor  # nothing half-written
     finally:
         await store.close()
+
+
+async def test_a_live_run_with_an_event_no_row_can_be_made_of_quarantines_that_line(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small live batch is prepared on the loop: an event that cannot become a row must
+    not end the run (the file would never be read again); the write prepares the batch
+    again and quarantines that one line, the others are stored and the cursor moves on."""
+    from helixd.store import salvage, writer
+
+    real = writer.prepare_event
+
+    def refuse_poison(ev: Any) -> Any:
+        if "poison" in str(getattr(ev, "body", "") or ""):
+            raise TypeError("no row for this event")
+        return real(ev)
+
+    monkeypatch.setattr(writer, "prepare_event", refuse_poison)
+    monkeypatch.setattr(salvage, "prepare_event", refuse_poison)
+    proj = project(tmp_path / "home")
+    f = proj / f"{sid(0)}.jsonl"
+    f.write_bytes(line(0, sid=sid(0)))
+    src = next(iter(discover([(claude.ADAPTER, proj.parent)])))
+    await Ingestor(store, workers=0).ingest_files([(src, None)])
+    with f.open("ab") as fh:
+        fh.write(line(1, text="poison", sid=sid(0)) + line(2, text="fine", sid=sid(0)))
+    cursor = await store.cursor_for(str(f))
+    await asyncio.wait_for(Ingestor(store, workers=0).ingest_files([(src, cursor)]), 30)
+    texts = [t for (t,) in await store.db.execute("SELECT body FROM events ORDER BY seq")]
+    assert "fine" in " ".join(str(t) for t in texts)
+    assert not any("poison" in str(t) for t in texts)
+    assert (await store.cursor_for(str(f))).offset == f.stat().st_size  # type: ignore[union-attr]
+    bad = await store.db.execute("SELECT count(*) FROM bad_lines")
+    assert bad == [(1,)], bad

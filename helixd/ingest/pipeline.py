@@ -210,7 +210,10 @@ class _Writer:
         if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
             pass  # prepared by a parse worker already
         elif self.whole and len(batch.raw) < INLINE_REDACT:
-            batch.prepare()
+            try:
+                batch.prepare()
+            except Exception:  # as in the executor: the write prepares it again and
+                pass  # quarantines the event no row can be made of (store/salvage.py)
         else:
             prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         if not self.whole:
