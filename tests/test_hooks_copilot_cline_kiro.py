@@ -116,6 +116,25 @@ def test_a_stale_helix_entry_is_replaced(cli: Run, tmp_path: Path) -> None:
     assert "/old/" not in (home / ".copilot/hooks/helix.json").read_text()
 
 
+def test_a_helix_file_left_with_a_loose_mode_gets_its_own_mode_again(
+    cli: Run, tmp_path: Path
+) -> None:
+    """Files Helix owns are written with Helix's mode even when a left-over copy (an older
+    install, a restore) had another: 0600 for a hooks document, 0700 for a script."""
+    home = tmp_path / "home"
+    seed(home)
+    assert cli("hooks", "install", *AGENTS, exe="/old/helixctl").exit_code == 0
+    owned = {
+        home / ".copilot/hooks/helix.json": 0o600,
+        home / ".kiro/hooks/helix.json": 0o600,
+        home / ".cline/hooks/TaskStart.sh": 0o700,
+    }
+    for path in owned:
+        path.chmod(0o755 if path.suffix == ".sh" else 0o644)
+    assert cli("hooks", "install", *AGENTS).exit_code == 0
+    assert {p: stat.S_IMODE(p.stat().st_mode) for p in owned} == owned
+
+
 def test_malformed_owned_file_is_refused_and_nothing_is_written(cli: Run, tmp_path: Path) -> None:
     home = tmp_path / "home"
     seed(home)

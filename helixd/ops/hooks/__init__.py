@@ -187,7 +187,8 @@ def apply(
         else:
             made = [*created.missing_dirs(path), path] if current is None else []
             created.add(created_log, [*made, *change.marks])
-            fileedit.atomic_write(path, change.new, change.target.mode)
+            own = change.target.kind in ("owned", "script")  # ours: our mode, always
+            fileedit.atomic_write(path, change.new, change.target.mode, own=own)
         if change.action == "uninstall" and change.target.keys:
             created.discard(created_log, [mark(change.target)])
         return saved

@@ -57,12 +57,13 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str, new_mode: int = 0o600) -> None:
-    """Replace ``path`` with ``text`` atomically, keeping its mode (``new_mode`` if new)."""
+def atomic_write(path: Path, text: str, new_mode: int = 0o600, *, own: bool = False) -> None:
+    """Replace ``path`` with ``text`` atomically, keeping its mode (``new_mode`` if new); a
+    file Helix owns (``own``) always gets ``new_mode``, whatever a left-over copy had."""
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = target.stat().st_mode & 0o7777
+        mode = new_mode if own else target.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = new_mode
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
