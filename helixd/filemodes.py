@@ -18,6 +18,7 @@ what keeps them private.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -83,12 +84,14 @@ def tighten(path: Path | str) -> None:
         os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077)  # the owner's bits stay as they are
 
 
+_TEMP_SEQ = itertools.count()  # one temporary name per write in this process
+
+
 def write_private(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically with ``data``, 0600 (through a fresh ``<name>.tmp``:
-    whatever was left there, a link included, is removed first)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
+    """Replace ``path`` atomically with ``data``, 0600, through a temporary file of this
+    writer's own (``.<name>.<pid>.<n>.tmp``, created exclusively): two processes writing the
+    same cache file at once never write into, or rename, each other's."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_TEMP_SEQ)}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_EXCL)
     try:
         try:
