@@ -303,8 +303,14 @@ def test_a_status_file_that_cannot_be_written_is_reported_and_retried(
     f = session(home)
     d = helixd().start()
     wait_for(lambda: count_rows(d.db) == 2, 10, "first lines")
-    blocker = d.db.with_name(d.db.name + ".helixd.json.tmp")
-    blocker.mkdir()  # the status file's temporary name is taken by a folder
+    blocker = d.db.with_name(d.db.name + ".helixd.json")
+    while True:  # the status file's own name taken by a folder: a file cannot replace it
+        blocker.unlink(missing_ok=True)
+        try:
+            blocker.mkdir()
+            break
+        except FileExistsError:  # the daemon published again in between
+            continue
     append(f, 2)
     wait_for(lambda: d.state()["daemon"]["status_file_error"] is not None, 10, "the error")
     wait_for(lambda: count_rows(d.db) == 3, 10, "ingest going on")
