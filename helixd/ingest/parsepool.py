@@ -23,7 +23,6 @@ piece before, so no piece waits for its predecessor to travel back and forth.
 from __future__ import annotations
 
 import asyncio
-import functools
 import multiprocessing
 import operator
 import os
@@ -31,13 +30,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
-import zstandard
-
 from helixd.adapters import Chunk, FileContext, adapter_named
 from helixd.adapters.guard import parse_total
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.redact import redact
-from helixd.store.writer import RAW_LEVEL, Prepared, compress_raw, prepare_event
+from helixd.store.writer import Prepared, compress_raw, prepare_event
 
 MAX_WORKERS: Final = 3
 # A usage fact crosses the process boundary as a plain tuple of its fields: pickling the
@@ -110,16 +107,10 @@ def parse_piece(job: PieceJob) -> PieceDone:
     usage = [_USAGE_FIELDS(fact) for fact in parsed.usage]
     consumed = parsed.consumed
     raw = redacted if consumed == len(redacted) else redacted[:consumed]
-    raw_z = compress_raw(raw, _compressor()) if raw else None
+    raw_z = compress_raw(raw) if raw else None  # the worker's one thread: one compressor
     return PieceDone(
         redacted if secrets else None, secrets, replace(parsed, usage=[]), rows, usage, raw_z
     )
-
-
-@functools.cache
-def _compressor() -> zstandard.ZstdCompressor:
-    """(in a worker: one thread) The worker's compressor, made once."""
-    return zstandard.ZstdCompressor(level=RAW_LEVEL)
 
 
 class ParsePool:

@@ -86,10 +86,10 @@ def _compressor() -> zstandard.ZstdCompressor:
     return c
 
 
-def compress_raw(raw: bytes, compressor: zstandard.ZstdCompressor | None = None) -> bytes:
-    """A raw block as stored: zstd at ``RAW_LEVEL``, with ``compressor`` (a parse worker keeps
-    its own) or this thread's."""
-    return (compressor or _compressor()).compress(raw)
+def compress_raw(raw: bytes) -> bytes:
+    """A raw block as stored: zstd at ``RAW_LEVEL``, with this thread's compressor (the
+    writer's threads, and a parse worker's one thread)."""
+    return _compressor().compress(raw)
 
 
 Prepared = tuple[str, int, int, int | None, tuple[Any, ...], str, str, int | None]
