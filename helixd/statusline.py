@@ -24,7 +24,7 @@ two ways:
   changed key, loads the price book once and rewrites the memo; the costs are the book's
   (a test pins the line's session cost to ``helixctl lookup``'s).
 
-``helixctl statusline`` prints the same line through the click group.  It never fails the
+``helixctl statusline`` prints the same line through the CLI.  It never fails the
 agent: a problem prints a short line and exits 0.
 """
 

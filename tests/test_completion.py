@@ -1,5 +1,7 @@
-"""Issue 14: shell completion — the scripts, and session ids, agents and repos completed from
-a real store through the real ``helixctl`` (click's completion protocol)."""
+"""Issue 14 (kept through issue 12's move to argparse): shell completion — the scripts, and
+session ids, agents and repos completed from a real store through the real ``helixctl``
+console script, asked the way the shell asks (argcomplete's protocol: ``_ARGCOMPLETE``,
+``COMP_LINE`` and ``COMP_POINT`` in the environment; the answer in a file)."""
 
 from __future__ import annotations
 
@@ -22,45 +24,51 @@ def store(home: Path, helixctl: RunCli) -> RunCli:
     return helixctl
 
 
-def complete(run: RunCli, words: str, shell: str = "bash") -> list[str]:
-    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+def complete(run: RunCli, line: str, tmp: Path, shell: str = "bash") -> list[str]:
+    answer = tmp / "completions.txt"
     env = {
         **run.env,  # type: ignore[attr-defined]
-        "COMP_WORDS": words,
-        "COMP_CWORD": str(cword),
-        "_HELIXCTL_COMPLETE": f"{shell}_complete",
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_SHELL": shell,
+        "_ARGCOMPLETE_IFS": "\n",
+        "_ARGCOMPLETE_STDOUT_FILENAME": str(answer),
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
     }
     done = subprocess.run([HELIXCTL], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    if shell == "bash":
-        return [line.split(",", 1)[1] for line in done.stdout.splitlines() if line]
-    return done.stdout.splitlines()
+    return [word.rstrip() for word in answer.read_text().split("\n") if word]
 
 
-def test_session_ids_are_completed_from_the_store(store: RunCli) -> None:
-    assert complete(store, "helixctl lookup 1af7") == [SESSION]
-    assert complete(store, "helixctl show claude:1af7") == [SESSION]
-    assert SESSION in complete(store, "helixctl analyze --all claude:1")
-    zsh = complete(store, "helixctl env 1af7", shell="zsh")
-    assert zsh[:2] == ["plain", SESSION]  # zsh: type, value, help (the session's title)
+def test_session_ids_are_completed_from_the_store(store: RunCli, tmp_path: Path) -> None:
+    assert complete(store, "helixctl lookup 1af7", tmp_path) == [SESSION]  # the bare id
+    assert complete(store, "helixctl show claude:1af7", tmp_path) == [SESSION]
+    assert SESSION in complete(store, "helixctl analyze --all claude:1", tmp_path)
+    zsh = complete(store, "helixctl env 1af7", tmp_path, shell="zsh")
+    assert [z.split(":")[0] for z in zsh] == ["claude\\"]  # zsh: value (colons escaped):help
+    assert zsh[0].startswith(SESSION.replace(":", "\\:"))
 
 
-def test_agents_repos_and_commands(store: RunCli) -> None:
+def test_agents_repos_and_commands(store: RunCli, tmp_path: Path) -> None:
     named_c = [a.name for a in REGISTRY if a.name.startswith("c")]  # in registry order
-    assert complete(store, "helixctl sessions --agent c") == named_c
+    assert complete(store, "helixctl sessions --agent c", tmp_path) == named_c
     assert {"claude", "codex"} <= set(named_c)
-    repos = complete(store, "helixctl report daily --repo /Users/schrockn")
+    repos = complete(store, "helixctl report daily --repo /Users/schrockn", tmp_path)
     assert repos and all(r.startswith("/Users/schrockn") for r in repos)
-    assert {"mcp", "statusline", "completion", "show"} <= set(complete(store, "helixctl "))
+    commands = set(complete(store, "helixctl ", tmp_path))
+    assert {"mcp", "statusline", "completion", "show"} <= commands
+    assert complete(store, "helixctl show --form", tmp_path) == ["--format"]
 
 
-def test_without_a_store_nothing_is_completed_and_nothing_fails(helixctl: RunCli) -> None:
-    assert complete(helixctl, "helixctl lookup 1af7") == []
+def test_without_a_store_nothing_is_completed_and_nothing_fails(
+    helixctl: RunCli, tmp_path: Path
+) -> None:
+    assert complete(helixctl, "helixctl lookup 1af7", tmp_path) == []
     named_g = [a.name for a in REGISTRY if a.name.startswith("g")]
-    assert complete(helixctl, "helixctl search x --agent g") == named_g
+    assert complete(helixctl, "helixctl search x --agent g", tmp_path) == named_g
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_the_scripts(helixctl: RunCli, shell: str) -> None:
     script = helixctl("completion", shell).stdout
-    assert "_HELIXCTL_COMPLETE" in script and f"{shell}_complete" in script
+    assert "_ARGCOMPLETE_SHELL" in script and "helixctl" in script and shell in script

@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner, Result
 
 from helixd.cli.main import main
 from helixd.config import RetentionSettings
@@ -26,6 +25,7 @@ from helixd.ingest.eviction import evict_pass
 from helixd.query.env import export_lines
 from helixd.store import evict, tier1
 from helixd.store.database import Store, now_ms
+from tests.cli_runner import CliRunner, Result
 from tests.conftest import KEEP_FIXTURES_DAYS, REPO, cli_env, copy_claude_fixtures
 
 
@@ -60,7 +60,7 @@ Cli = Callable[..., Result]
 
 @pytest.fixture
 def cli(db: Path, tmp_path: Path) -> Cli:
-    """`helixctl` in process (the real click commands) against ``db``."""
+    """`helixctl` in process (the real commands) against ``db``."""
 
     def run(*argv: str, **extra: str) -> Result:
         env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("HELIX_")}

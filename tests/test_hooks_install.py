@@ -1,5 +1,5 @@
 """Issue 5, item 3: ``helixctl hooks install|uninstall|status`` on copies of realistic
-settings files in a temporary HOME (the real CLI, in process through click's runner)."""
+settings files in a temporary HOME (the real CLI, in process through tests/cli_runner.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from helixd.cli.main import main
+from tests.cli_runner import CliRunner, Result
 
 HOOKS = Path(__file__).parent / "fixtures" / "hooks"
 EXE = "/opt/helix/bin/helixctl"

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from helixd.cli.main import main
+from tests.cli_runner import CliRunner, Result
 from tests.conftest import FIXTURES
 from tests.daemon_helpers import Helixd, stored_digest, wait_for
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from helixd.cli.main import main
+from tests.cli_runner import CliRunner, Result
 
 EXE = "/opt/helix/bin/helixctl"
 AGENT_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GROK_HOME", "GEMINI_CLI_HOME", "XDG_STATE_HOME")

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from helixd.cli.main import main
 from helixd.ops import service
+from tests.cli_runner import CliRunner
 
 REPO = Path(__file__).parent.parent
 HELIXD = str(Path(sys.executable).parent / "helixd")  # real and executable: verify checks it

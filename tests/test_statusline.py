@@ -124,7 +124,7 @@ def test_no_store_says_so_and_exits_0(tmp_path: Path) -> None:
 
 
 def test_the_click_command_prints_the_same_line(store: RunCli) -> None:
-    """``helixctl --config FILE statusline`` goes through click: the same line."""
+    """``helixctl --config FILE statusline`` goes through the CLI: the same line."""
     direct = statusline(store, json.dumps({"session_id": SID})).stdout
     via = subprocess.run(
         [sys.executable, "-m", "helixd.cli.main", "statusline"],

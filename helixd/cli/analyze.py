@@ -4,23 +4,29 @@ on demand (the daemon runs both on its schedule)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
+from helixd.cli.common import Context, describe, json_flag, session_argument
+from helixd.cli.output import echo
 
-from helixd.cli import complete
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
-@click.command()
-@click.argument("uids", nargs=-1, shell_complete=complete.sessions)
-@click.option("--all", "every", is_flag=True, help="Rebuild every session's digest.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.pass_context
-def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: bool) -> None:
+def analyze_arguments(p: ArgumentParser) -> None:
+    session_argument(p, "uids", nargs="*")
+    p.add_argument(
+        "--all", dest="every", action="store_true", help="Rebuild every session's digest."
+    )
+    json_flag(p, "Print the summary as JSON.")
+    describe(p, analyze)
+
+
+def analyze(ctx: Context, args: Namespace) -> None:
     """Rebuild digests and signals: of the sessions named (UID, bare id or unique prefix),
     of every session with --all, else of every session that changed since it was last
     analyzed (and provisional digests now idle long enough to close)."""
@@ -28,14 +34,14 @@ def analyze(ctx: click.Context, uids: tuple[str, ...], every: bool, as_json: boo
 
     settings = load_settings(ctx)
     table = price_table(ctx, settings)
-    summary = asyncio.run(_analyze(settings, uids, every, table))
+    summary = asyncio.run(_analyze(settings, tuple(args.uids), args.every, table))
     if summary.get("unknown"):
         for uid in summary["unknown"]:
-            click.echo(f"helixctl: no single session matches {uid!r}", err=True)
-    if as_json:
+            echo(f"helixctl: no single session matches {uid!r}", err=True)
+    if args.as_json:
         echo_json(summary)
     else:
-        click.echo(
+        echo(
             f"analyzed {summary['digests']} sessions ({_mb(summary['raw_bytes'])} of raw lines)"
             f" in {summary['seconds']:.2f} s, prices of {summary['price_table_date']}"
         )
@@ -82,10 +88,12 @@ async def _analyze(settings: Any, uids: tuple[str, ...], every: bool, table: Any
     }
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.pass_context
-def renormalize(ctx: click.Context, as_json: bool) -> None:
+def renormalize_arguments(p: ArgumentParser) -> None:
+    json_flag(p, "Print the summary as JSON.")
+    describe(p, renormalize)
+
+
+def renormalize(ctx: Context, args: Namespace) -> None:
     """Rebuild the rows and digests of every session an older adapter version produced,
     from the stored raw lines (the source files may be gone).  Sessions whose raw lines
     were evicted keep their rows and are listed as skipped."""
@@ -93,18 +101,18 @@ def renormalize(ctx: click.Context, as_json: bool) -> None:
 
     settings = load_settings(ctx)
     summary = asyncio.run(_renormalize(settings, price_table(ctx, settings)))
-    if as_json:
+    if args.as_json:
         echo_json(summary)
     else:
-        click.echo(
+        echo(
             f"renormalized {summary['sessions']} sessions in {summary['groups']} groups"
             f" ({summary['files']} files, {_mb(summary['bytes'])}) in {summary['seconds']:.2f} s;"
             f" digests rebuilt {summary['digests']}"
         )
         for line in summary["skipped"]:
-            click.echo(f"  skipped {line}")
+            echo(f"  skipped {line}")
         if summary["retry"]:
-            click.echo(f"  {summary['retry']} groups changed meanwhile: run again")
+            echo(f"  {summary['retry']} groups changed meanwhile: run again")
     ctx.exit(0)
 
 
@@ -134,6 +142,3 @@ async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     finally:
         await store.close()
     return {**stats.as_dict(), "digests": built}
-
-
-COMMANDS = (analyze, renormalize)

@@ -3,12 +3,12 @@ read settings, or the full model where a command needs all of it), the price tab
 typed, opening the store for reading or writing, and what a command does when the store
 fails it.
 
-Light on purpose (click and the standard library): a read command pays for what it uses.
+Light on purpose (the standard library): a read command pays for what it uses.
 
 Store faults: any error that ``helixd.store.faults.classify`` recognises (missing, locked
 past ``CLI_BUSY_MS``, read-only, disk full, corrupt …) ends the command with one line on
 stderr naming the condition and its fix, and exit code 3 — never a traceback.  The
-``helixctl`` group (``helixd.cli.main.LazyGroup``) applies ``guard_store_faults`` to every
+``helixctl`` entry point (``helixd.cli.main.main``) applies ``guard_store_faults`` to every
 command.
 """
 
@@ -22,9 +22,11 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
+from helixd.cli.output import echo
 
 if TYPE_CHECKING:
+    from argparse import ArgumentParser
+
     from helixd.readconfig import ReadConfig
 
 EXIT_NOT_FOUND = 1
@@ -32,6 +34,103 @@ EXIT_USAGE = 2
 EXIT_STORE = 3
 # How long a command waits for another process's write lock before it gives up (exit 3).
 CLI_BUSY_MS = 5_000
+
+
+class Context:
+    """One run of ``helixctl``: the ``--config`` given, and what the command loaded once (the
+    read settings) or will need if the store fails it (its path)."""
+
+    def __init__(self, config: Path | None) -> None:
+        self.config = config
+        self.read_settings: ReadConfig | None = None
+        self.store_path: Path | None = None
+
+    def exit(self, code: int = 0) -> NoReturn:
+        raise SystemExit(code)
+
+
+class UsageError(Exception):
+    """A value the command cannot use: ``helixctl`` prints the command's usage and the
+    message, exit 2 (argparse's usage error)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(f"argument {hint}: {message}" if hint else message)
+
+
+def int_range(lo: int, hi: int | None = None) -> Any:
+    """An argparse type: an integer in ``[lo, hi]`` (click's ``IntRange``)."""
+    from argparse import ArgumentTypeError
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ArgumentTypeError(f"{text!r} is not a valid integer.") from None
+        if value < lo or (hi is not None and value > hi):
+            bounds = f"{lo}<=x<={hi}" if hi is not None else f"x>={lo}"
+            raise ArgumentTypeError(f"{value} is not in the range {bounds}.")
+        return value
+
+    return parse
+
+
+def describe(parser: ArgumentParser, run: Any) -> None:
+    """``run`` is what ``parser``'s command does; its docstring the command's help."""
+    parser.set_defaults(run=run)
+    lines = (run.__doc__ or "").strip().splitlines()
+    parser.description = "\n".join([*lines[:1], *(line.strip() for line in lines[1:])])
+
+
+def summary(run: Any) -> str:
+    """The first sentence of ``run``'s docstring: its line in a group's help."""
+    text = " ".join((run.__doc__ or "").split())
+    head, dot, _ = text.partition(". ")
+    return head + "." if dot else text
+
+
+def json_flag(parser: ArgumentParser, help: str = "Print JSON.") -> None:
+    parser.add_argument("--json", dest="as_json", action="store_true", help=help)
+
+
+def timezone_option(parser: ArgumentParser, help: str) -> None:
+    parser.add_argument("--timezone", "-z", dest="timezone", default=None, help=help)
+
+
+def agent_option(parser: ArgumentParser) -> None:
+    """``--agent`` (repeatable), completed with the known agents."""
+    from helixd.cli import complete
+
+    action = parser.add_argument(
+        "--agent",
+        dest="agents",
+        metavar="AGENT",
+        action="append",
+        default=[],
+        help="Only this agent (repeatable).",
+    )
+    action.completer = complete.agents  # type: ignore[attr-defined]
+
+
+def repo_option(parser: ArgumentParser, required: bool = False) -> None:
+    """``--repo``, completed with the store's repos."""
+    from helixd.cli import complete
+
+    action = parser.add_argument(
+        "--repo",
+        default=None,
+        required=required,
+        help="Repo name, or a path (sessions at or under it).",
+    )
+    action.completer = complete.repos  # type: ignore[attr-defined]
+
+
+def session_argument(parser: ArgumentParser, dest: str = "uid", nargs: Any = None) -> None:
+    """A session reference (``agent:<id>``, the bare id or a unique prefix), completed with
+    the store's sessions."""
+    from helixd.cli import complete
+
+    action = parser.add_argument(dest, metavar=dest.upper().rstrip("S"), nargs=nargs)
+    action.completer = complete.sessions  # type: ignore[attr-defined]
 
 
 def echo_json(value: Any, sort_keys: bool = False) -> None:
@@ -44,37 +143,32 @@ def echo_json(value: Any, sort_keys: bool = False) -> None:
     sys.stdout.flush()
 
 
-def fail(ctx: click.Context, message: str, code: int) -> NoReturn:
+def fail(ctx: Context, message: str, code: int) -> NoReturn:
     """One line on stderr, then exit ``code``."""
-    click.echo(f"helixctl: {message}", err=True)
+    echo(f"helixctl: {message}", err=True)
     ctx.exit(code)
-    raise AssertionError("unreachable")  # ctx.exit raises
 
 
-def _config_path(ctx: click.Context) -> Path | None:
-    root = ctx.find_root()
-    value: Path | None = (root.obj or {}).get("config")
-    return value
+def _config_path(ctx: Context) -> Path | None:
+    return ctx.config
 
 
-def read_settings(ctx: click.Context) -> ReadConfig:
+def read_settings(ctx: Context) -> ReadConfig:
     """The settings a read needs (store, prices, budgets, roots), without the full model;
     exit 2 naming the problem."""
     from helixd.readconfig import ConfigError, ReadConfig, read_config
 
-    obj = ctx.find_root().ensure_object(dict)
-    cached = obj.get("read_settings")
-    if isinstance(cached, ReadConfig):
-        return cached
+    if isinstance(ctx.read_settings, ReadConfig):
+        return ctx.read_settings
     try:
-        obj["read_settings"] = loaded = read_config(_config_path(ctx))
+        ctx.read_settings = loaded = read_config(_config_path(ctx))
     except ConfigError as exc:
         fail(ctx, str(exc), EXIT_USAGE)
     remember_store(ctx, loaded.store_db)
     return loaded
 
 
-def load_settings(ctx: click.Context) -> Any:
+def load_settings(ctx: Context) -> Any:
     """The full settings model (commands that write or run passes); exit 2 naming the
     problem."""
     from helixd import config
@@ -87,7 +181,7 @@ def load_settings(ctx: click.Context) -> Any:
     return settings
 
 
-def price_table(ctx: click.Context, loaded: Any) -> Any:
+def price_table(ctx: Context, loaded: Any) -> Any:
     """The price table the full settings ask for; exit 2 naming the problem when it is bad."""
     from helixd import config
 
@@ -97,7 +191,7 @@ def price_table(ctx: click.Context, loaded: Any) -> Any:
         fail(ctx, str(exc), EXIT_USAGE)
 
 
-def prices(ctx: click.Context) -> Any:
+def prices(ctx: Context) -> Any:
     """``(label, book)``: the prices the read settings ask for (``helixd.prices``: config,
     genai-prices, the bundled table); exit 2 when the configured table is bad."""
     from helixd.core.pricing import PriceTableError
@@ -110,7 +204,7 @@ def prices(ctx: click.Context) -> Any:
         fail(ctx, str(exc), EXIT_USAGE)
 
 
-def reader(ctx: click.Context) -> sqlite3.Connection:
+def reader(ctx: Context) -> sqlite3.Connection:
     """A read-only connection to the store; exit 3 naming the problem."""
     from helixd.query import NoStore, damaged_header, open_reader
 
@@ -143,7 +237,7 @@ def zone(value: str | None) -> tzinfo | None:
     try:
         return ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise click.BadParameter(f"unknown time zone {value!r}", param_hint="--timezone") from exc
+        raise UsageError(f"unknown time zone {value!r}", "--timezone") from exc
 
 
 def instant(value: str | None, hint: str, tz: tzinfo | None = None) -> int | None:
@@ -156,7 +250,7 @@ def instant(value: str | None, hint: str, tz: tzinfo | None = None) -> int | Non
     try:
         return parse_when(value, int(time.time() * 1000), tz)
     except BadTime as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from None
+        raise UsageError(str(exc), hint) from None
 
 
 async def open_store(path: Path, readonly: bool, create: bool = False) -> Any:
@@ -174,22 +268,19 @@ async def open_store(path: Path, readonly: bool, create: bool = False) -> Any:
 
 def exit_store(problem: BaseException | str) -> NoReturn:
     """One line on stderr, exit 3."""
-    click.echo(f"helixctl: {problem}", err=True)
+    echo(f"helixctl: {problem}", err=True)
     sys.exit(EXIT_STORE)
 
 
-def remember_store(ctx: click.Context | None, path: Path) -> None:
+def remember_store(ctx: Context | None, path: Path) -> None:
     """The store this command uses, for ``store_fault`` if the store fails it later."""
     if ctx is not None:
-        root = ctx.find_root()
-        if isinstance(root.obj, dict):
-            root.obj["store_path"] = Path(path)
+        ctx.store_path = Path(path)
 
 
-def store_path(ctx: click.Context | None) -> Path:
+def store_path(ctx: Context | None) -> Path:
     """The store a command uses: as remembered, else ``HELIX_STORE_DB``, else the default."""
-    root = ctx.find_root() if ctx is not None else None
-    remembered = root.obj.get("store_path") if root and isinstance(root.obj, dict) else None
+    remembered = ctx.store_path if ctx is not None else None
     if remembered is not None:
         return Path(remembered)
     env = os.environ.get("HELIX_STORE_DB")
@@ -207,11 +298,11 @@ def store_fault(exc: BaseException, path: Path) -> Any:
     return classify(exc, path)
 
 
-def guard_store_faults(ctx: click.Context, invoke: Any) -> Any:
+def guard_store_faults(ctx: Context, invoke: Any) -> Any:
     """Run ``invoke()``; a store fault it meets ends the command with one line, exit 3."""
     try:
         return invoke()
-    except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+    except UsageError:
         raise
     except Exception as exc:
         fault = store_fault(exc, store_path(ctx))
@@ -248,8 +339,8 @@ def check_agents(agents: tuple[str, ...] | list[str]) -> None:
     known = {a.name for a in REGISTRY}
     for name in agents:
         if name not in known:
-            raise click.BadParameter(
-                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", param_hint="--agent"
+            raise UsageError(
+                f"unknown agent {name!r} (known: {', '.join(sorted(known))})", "--agent"
             )
 
 
@@ -260,16 +351,16 @@ def naming(settings: Any) -> Any:
     return Naming.from_settings(settings.repos)
 
 
-def cost_option(fn: Any) -> Any:
+def cost_option(parser: ArgumentParser) -> None:
     """``--cost auto|calculate|recorded`` (ccusage's ``--mode auto|calculate|display``;
     the modes are ``helixd.core.usage_report.COST_MODES``, not imported here: the CLI starts
     without the pricing code)."""
-    return click.option(
+    parser.add_argument(
         "--cost",
-        "cost_mode",
-        type=click.Choice(("auto", "calculate", "recorded")),
+        dest="cost_mode",
+        choices=("auto", "calculate", "recorded"),
         default="auto",
-        show_default=True,
         help="auto: the cost the agent recorded where it did, else priced from the table;"
-        " calculate: always the table; recorded: only what the agents recorded.",
-    )(fn)
+        " calculate: always the table; recorded: only what the agents recorded."
+        "  (default: auto)",
+    )

@@ -9,43 +9,42 @@ and the closest valid key).
 
 from __future__ import annotations
 
-import click
+from typing import TYPE_CHECKING
 
-from helixd.cli.common import load_settings
+from helixd.cli.common import Context, describe, load_settings, summary
+from helixd.cli.output import echo
+
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
-@click.group("config")
-def config() -> None:
-    """Show where the config is, print the example, or check it."""
+def config_arguments(p: ArgumentParser) -> None:
+    p.description = "Show where the config is, print the example, or check it."
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    for name, run in (("path", config_path), ("example", config_example), ("check", config_check)):
+        describe(sub.add_parser(name, help=summary(run)), run)
 
 
-@config.command("path")
-@click.pass_context
-def config_path(ctx: click.Context) -> None:
+def config_path(ctx: Context, args: Namespace) -> None:
     """The config file in use (--config, $HELIX_CONFIG, or the user config dir)."""
     from helixd.paths import config_path_in_use
 
-    root = ctx.find_root().obj or {}
-    path = config_path_in_use(root.get("config"))
-    click.echo(f"{path}{'' if path.is_file() else ' (absent: defaults apply)'}")
+    path = config_path_in_use(ctx.config)
+    echo(f"{path}{'' if path.is_file() else ' (absent: defaults apply)'}")
 
 
-@config.command("example")
-def config_example() -> None:
+def config_example(ctx: Context, args: Namespace) -> None:
     """Print the example config: every key with its default and a comment."""
     from helixd.paths import data_file
 
-    click.echo(data_file("helix.example.toml").read_text(), nl=False)
+    echo(data_file("helix.example.toml").read_text(), nl=False)
 
 
-@config.command("check")
-@click.pass_context
-def config_check(ctx: click.Context) -> None:
+def config_check(ctx: Context, args: Namespace) -> None:
     """Validate the whole config (file and HELIX_* variables); exit 2 naming the problem."""
     from helixd.paths import config_path_in_use
 
     settings = load_settings(ctx)
-    root = ctx.find_root().obj or {}
-    path = config_path_in_use(root.get("config"))
+    path = config_path_in_use(ctx.config)
     where = str(path) if path.is_file() else f"defaults ({path} absent)"
-    click.echo(f"config ok: {where}; store {settings.store.db}")
+    echo(f"config ok: {where}; store {settings.store.db}")

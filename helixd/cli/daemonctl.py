@@ -6,17 +6,21 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
+from helixd.cli.common import EXIT_STORE, Context, describe, echo_json, json_flag, read_settings
+from helixd.cli.output import echo
 
-from helixd.cli.common import EXIT_STORE, echo_json, read_settings
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
-@click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status_arguments(p: ArgumentParser) -> None:
+    json_flag(p, "Print the status document as JSON.")
+    describe(p, status)
+
+
+def status(ctx: Context, args: Namespace) -> None:
     """Daemon up or down, what it watches, how far ingest is behind, what the store holds,
     what keeps failing.  Exit 0 when the daemon runs and the store is usable; 3 when the
     daemon does not run or the store has a fault (named on stderr, with its fix)."""
@@ -32,7 +36,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
         now = int(time.time() * 1000)
         doc["fleet"] = local(fleet, bool(rc.fleet.dsn), rc.fleet.outbox_warn_rows, now)
-    if as_json:
+    if args.as_json:
         echo_json(doc)
     else:
         from helixd.cli.printers import print_status
@@ -40,7 +44,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         print_status(doc)
     problem = doc["store"]["fault"]
     if problem:
-        click.echo(f"helixctl: {problem['message']}", err=True)
+        echo(f"helixctl: {problem['message']}", err=True)
     ctx.exit(0 if doc["daemon"]["running"] and not problem else EXIT_STORE)
 
 
@@ -89,66 +93,78 @@ def _survey(rc: Any) -> dict[str, Any]:
     return cached_survey(rc, os.environ, Path.home(), projects, cache_dir() / "survey.json")
 
 
-def _ask(ctx: click.Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:
+def _ask(ctx: Context, op: str, wait: float, as_json: bool, **fields: Any) -> dict[str, Any]:
     """The daemon's reply to ``op``; exit 3 when it does not answer, 1 when it says no."""
     from helixd.daemon.client import DaemonUnavailable, request
 
     try:
         reply = request(op, wait, **fields)
     except DaemonUnavailable as exc:
-        click.echo(f"helixctl: {exc}", err=True)
+        echo(f"helixctl: {exc}", err=True)
         ctx.exit(EXIT_STORE)
     if as_json:
         echo_json(reply)
     elif not reply.get("ok"):
-        click.echo(f"helixctl: the daemon says: {reply.get('error', 'no')}", err=True)
+        echo(f"helixctl: the daemon says: {reply.get('error', 'no')}", err=True)
     if not reply.get("ok"):
         ctx.exit(1)
     return reply
 
 
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print the daemon's reply as JSON.")
+def _reply_flag(p: ArgumentParser) -> None:
+    json_flag(p, "Print the daemon's reply as JSON.")
 
 
-@click.command()
-@_JSON
-@click.pass_context
-def ping(ctx: click.Context, as_json: bool) -> None:
+def ping_arguments(p: ArgumentParser) -> None:
+    _reply_flag(p)
+    describe(p, ping)
+
+
+def ping(ctx: Context, args: Namespace) -> None:
     """Ask the daemon whether it is alive (exit 3 when it does not answer)."""
-    reply = _ask(ctx, "ping", 2.0, as_json)
-    if not as_json:
-        click.echo(f"helixd is up: pid {reply.get('pid')}, version {reply.get('version')}")
+    reply = _ask(ctx, "ping", 2.0, args.as_json)
+    if not args.as_json:
+        echo(f"helixd is up: pid {reply.get('pid')}, version {reply.get('version')}")
 
 
-@click.command()
-@_JSON
-@click.pass_context
-def rescan(ctx: click.Context, as_json: bool) -> None:
+def rescan_arguments(p: ArgumentParser) -> None:
+    _reply_flag(p)
+    describe(p, rescan)
+
+
+def rescan(ctx: Context, args: Namespace) -> None:
     """Ask the daemon for a full reconcile scan now."""
-    _ask(ctx, "rescan", 5.0, as_json)
-    if not as_json:
-        click.echo("helixd will scan every root now")
+    _ask(ctx, "rescan", 5.0, args.as_json)
+    if not args.as_json:
+        echo("helixd will scan every root now")
 
 
-@click.command()
-@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait.")
-@_JSON
-@click.pass_context
-def flush(ctx: click.Context, timeout: float, as_json: bool) -> None:
+def flush_arguments(p: ArgumentParser) -> None:
+    p.add_argument("--timeout", default=60.0, type=float, help="Seconds to wait.  (default: 60.0)")
+    _reply_flag(p)
+    describe(p, flush)
+
+
+def flush(ctx: Context, args: Namespace) -> None:
     """Wait until the daemon's work queue is empty."""
-    _ask(ctx, "flush", timeout + 1, as_json, timeout=timeout)
-    if not as_json:
-        click.echo("helixd has read everything it was told about")
+    _ask(ctx, "flush", args.timeout + 1, args.as_json, timeout=args.timeout)
+    if not args.as_json:
+        echo("helixd has read everything it was told about")
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("agent")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def hook(agent: str, args: tuple[str, ...]) -> None:
+def hook_arguments(p: ArgumentParser) -> None:
+    from argparse import REMAINDER
+
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("args", metavar="ARG", nargs=REMAINDER)
+    describe(p, hook)
+
+
+def hook(ctx: Context, args: Namespace) -> None:
     """What agents' hooks run: hand AGENT's payload (stdin, or the JSON argument of Codex
     `notify`) to the daemon; it is spooled when the daemon is down.  Prints nothing and
     always exits 0 (an agent's hook must never fail because of Helix).  `helixctl hooks
     install` sets these up."""
     from helixd.cli.hook import main as hook_main
 
-    sys.exit(hook_main([agent, *args]))
+    sys.exit(hook_main([args.agent, *args.args]))

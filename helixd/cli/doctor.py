@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
+from helixd.cli.common import Context, describe, json_flag
+from helixd.cli.output import echo
+
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-@click.pass_context
-def doctor(ctx: click.Context, as_json: bool) -> None:
+def doctor_arguments(p: ArgumentParser) -> None:
+    json_flag(p, "Print the checks as JSON.")
+    describe(p, doctor)
+
+
+def doctor(ctx: Context, args: Namespace) -> None:
     """Check the daemon, service, hooks, socket, the store (deleted, replaced, read-only,
     corrupt, locked, what the daemon meets), files that keep failing, watch limit, the
     agents' own log retention, disk space and the fleet database.  Exit 0 when nothing
@@ -47,17 +53,17 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     result.append(checks.sources(survey(pairs)))
     result.append(_fleet_check(ctx, settings))
     doc = checks.summary(result)
-    if as_json:
+    if args.as_json:
         echo_json(doc)
     else:
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
         for c in result:
             line = f"[{marks[c.level]}] {c.name}: {c.message}"
-            click.echo(line + (f"\n         fix: {c.fix}" if c.fix else ""))
+            echo(line + (f"\n         fix: {c.fix}" if c.fix else ""))
     sys.exit(0 if doc["ok"] else 1)
 
 
-def _fleet_check(ctx: click.Context, settings: Any) -> Any:
+def _fleet_check(ctx: Context, settings: Any) -> Any:
     import time
 
     from helixd.cli.fleet import local_facts

@@ -11,22 +11,29 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from helixd.cli.common import (
     EXIT_STORE,
     EXIT_USAGE,
+    Context,
+    describe,
     echo_json,
     fail,
+    int_range,
+    json_flag,
     load_settings,
     open_store,
     read_settings,
+    summary,
 )
+from helixd.cli.output import echo
+
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
-def read_target(ctx: click.Context, section: Any = None) -> Any:
+def read_target(ctx: Context, section: Any = None) -> Any:
     """The fleet target of ``section`` (default: the light read settings' ``[fleet]``); exit
     2 when it has no dsn or the password file cannot be used."""
     from helixd.fleet.secret import SecretError
@@ -41,7 +48,7 @@ def read_target(ctx: click.Context, section: Any = None) -> Any:
     return target
 
 
-def fleet_reader(ctx: click.Context) -> Any:
+def fleet_reader(ctx: Context) -> Any:
     """A read connection to the fleet database; exit 3 naming the problem."""
     from helixd.query.fleet import FleetDbError, open_fleet
 
@@ -52,19 +59,28 @@ def fleet_reader(ctx: click.Context) -> Any:
         fail(ctx, str(exc), EXIT_STORE)
 
 
-@click.group()
-def fleet() -> None:
-    """Mirror this machine's sessions, digests, usage and signals into the team's PostgreSQL
-    (`[fleet]` in the config); `report --fleet` and `stats --fleet` read it back."""
+def fleet_arguments(p: ArgumentParser) -> None:
+    p.description = (
+        "Mirror this machine's sessions, digests, usage and signals into the team's PostgreSQL\n"
+        "(`[fleet]` in the config); `report --fleet` and `stats --fleet` read it back."
+    )
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    for name, run in (("push", push), ("status", status), ("migrate", migrate), ("off", off)):
+        parser = sub.add_parser(name, help=summary(run))
+        describe(parser, run)
+        if name == "push":
+            parser.add_argument(
+                "--batch-rows",
+                type=int_range(1, 100_000),
+                default=None,
+                help="Changes per transaction.",
+            )
+            json_flag(parser, "Print the push's summary as JSON.")
+        elif name == "status":
+            json_flag(parser, "Print the fleet status as JSON.")
 
 
-@fleet.command()
-@click.option(
-    "--batch-rows", type=click.IntRange(1, 100_000), default=None, help="Changes per transaction."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the push's summary as JSON.")
-@click.pass_context
-def push(ctx: click.Context, batch_rows: int | None, as_json: bool) -> None:
+def push(ctx: Context, args: Namespace) -> None:
     """Push what changed since the last push (everything, the first time) now, whether or not
     the daemon runs.  Exit 3 when the fleet database cannot be used; what was not confirmed
     is pushed next time."""
@@ -72,6 +88,7 @@ def push(ctx: click.Context, batch_rows: int | None, as_json: bool) -> None:
     from helixd.fleet.push import PushError
     from helixd.fleet.push import push as run
 
+    batch_rows, as_json = args.batch_rows, args.as_json
     settings = load_settings(ctx)
     target = read_target(ctx, settings.fleet)
     if batch_rows:
@@ -79,7 +96,7 @@ def push(ctx: click.Context, batch_rows: int | None, as_json: bool) -> None:
 
     def progress(r: Any) -> None:
         if not as_json and r.batches % 20 == 0:
-            click.echo(f"  {r.entries:,} changes pushed ({r.rows:,} rows)", err=True)
+            echo(f"  {r.entries:,} changes pushed ({r.rows:,} rows)", err=True)
 
     async def go() -> Any:
         store = await open_store(settings.store.db, readonly=False)
@@ -100,17 +117,14 @@ def push(ctx: click.Context, batch_rows: int | None, as_json: bool) -> None:
         extra.append(f"migrated the server ({', '.join(result.migrations)})")
     if result.resync:
         extra.append("the server had lost earlier pushes: everything sent again")
-    click.echo(
+    echo(
         f"pushed {result.entries:,} changes ({result.rows:,} rows) in {result.batches} batches,"
         f" {result.seconds:.2f} s, as {target.machine} ({target.user})"
         + (f"; {'; '.join(extra)}" if extra else "")
     )
 
 
-@fleet.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the fleet status as JSON.")
-@click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(ctx: Context, args: Namespace) -> None:
     """What waits to be pushed and since when, the last push, and the server's side: its
     schema, every machine of the fleet with its last push.  Exit 3 when the server cannot be
     reached."""
@@ -122,16 +136,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
         local_facts(rc.store_db), True, rc.fleet.outbox_warn_rows, int(time.time() * 1000)
     )
     doc = {"local": local, "server": fleet_status.probe(target, local.get("machine_id"))}
-    if as_json:
+    if args.as_json:
         echo_json(doc)
     else:
         print_fleet(doc)
     ctx.exit(0 if doc["server"]["reachable"] and "error" not in doc["server"] else EXIT_STORE)
 
 
-@fleet.command()
-@click.pass_context
-def migrate(ctx: click.Context) -> None:
+def migrate(ctx: Context, args: Namespace) -> None:
     """Create or update the fleet schema on the server (as its owner: see docs/operations.md);
     pushes do it by themselves when their role may."""
     from helixd.fleet.push import PushError
@@ -142,12 +154,10 @@ def migrate(ctx: click.Context) -> None:
         done = asyncio.run(run(target))
     except PushError as exc:
         fail(ctx, str(exc), EXIT_STORE)
-    click.echo(f"applied {', '.join(done)}" if done else "the fleet schema is current")
+    echo(f"applied {', '.join(done)}" if done else "the fleet schema is current")
 
 
-@fleet.command()
-@click.pass_context
-def off(ctx: click.Context) -> None:
+def off(ctx: Context, args: Namespace) -> None:
     """Stop recording changes for the fleet and drop what waits to be pushed (after removing
     [fleet] from the config).  The server keeps what it has; the next push starts over with
     everything."""
@@ -163,7 +173,7 @@ def off(ctx: click.Context) -> None:
             await store.close()
 
     dropped = asyncio.run(go())
-    click.echo(f"fleet recording off; {dropped:,} waiting changes dropped")
+    echo(f"fleet recording off; {dropped:,} waiting changes dropped")
 
 
 def local_facts(db: Any) -> dict[str, Any] | None:
@@ -187,20 +197,20 @@ def print_fleet(doc: dict[str, Any]) -> None:
     from helixd.cli.printers import fleet_line
 
     loc, srv = doc["local"], doc["server"]
-    click.echo(fleet_line(loc))
+    echo(fleet_line(loc))
     if not srv["reachable"]:
-        click.echo(f"server {srv['server']}: unreachable: {srv.get('error')}")
+        echo(f"server {srv['server']}: unreachable: {srv.get('error')}")
         return
     due = srv.get("migrations_due") or []
-    click.echo(
+    echo(
         f"server {srv['server']}: schema {', '.join(srv.get('schema') or ['none'])}"
         + (f" ({', '.join(due)} due: `helixctl fleet migrate`)" if due else "")
     )
     if srv.get("error"):
-        click.echo(f"  error: {srv['error']}")
+        echo(f"  error: {srv['error']}")
     for m in srv.get("machines") or []:
         mark = "*" if srv.get("this_machine") and m["machine_id"] == loc.get("machine_id") else " "
-        click.echo(
+        echo(
             f" {mark}{m['machine']:<20} {m['user']:<12} {m['sessions']:>7,} sessions"
             f"  last push {m['last_push_at'] or '-'}"
         )

@@ -10,13 +10,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from helixd.cli import complete
 from helixd.cli.common import (
+    Context,
+    agent_option,
     check_agents,
+    describe,
     echo_json,
     load_settings,
     naming,
@@ -25,36 +25,41 @@ from helixd.cli.common import (
     read_settings,
 )
 
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
-@click.command()
-@click.option(
-    "--agent",
-    "agents",
-    multiple=True,
-    help="Only this agent (repeatable).",
-    shell_complete=complete.agents,
-)
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Scan this directory instead of the agent's configured roots (repeatable).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option(
-    "--no-evict",
-    is_flag=True,
-    help="Skip the retention pass that ends a sweep (see `helixctl evict`).",
-)
-@click.pass_context
-def ingest(
-    ctx: click.Context,
-    agents: tuple[str, ...],
-    roots: tuple[Path, ...],
-    as_json: bool,
-    no_evict: bool,
-) -> None:
+
+def _directory(text: str) -> Path:
+    """``--root``: not a file (click's ``Path(file_okay=False)``)."""
+    from argparse import ArgumentTypeError
+
+    path = Path(text)
+    if path.is_file():
+        raise ArgumentTypeError(f"Directory {text!r} is a file.")
+    return path
+
+
+def ingest_arguments(p: ArgumentParser) -> None:
+    agent_option(p)
+    p.add_argument(
+        "--root",
+        dest="roots",
+        metavar="DIR",
+        action="append",
+        default=[],
+        type=_directory,
+        help="Scan this directory instead of the agent's configured roots (repeatable).",
+    )
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the summary as JSON.")
+    p.add_argument(
+        "--no-evict",
+        action="store_true",
+        help="Skip the retention pass that ends a sweep (see `helixctl evict`).",
+    )
+    describe(p, ingest)
+
+
+def ingest(ctx: Context, args: Namespace) -> None:
     """Backfill every transcript once; a second run reads only what is new.  The sweep ends
     with the retention pass (`helixctl evict`) unless --no-evict; a sweep that found
     nothing new changes nothing, so it skips the pass too."""
@@ -64,6 +69,7 @@ def ingest(
     from helixd.sources.discover import agent_roots
 
     started = time.perf_counter()
+    agents, roots, as_json, no_evict = tuple(args.agents), args.roots, args.as_json, args.no_evict
     check_agents(agents)
     rc = read_settings(ctx)
     chosen = [a for a in REGISTRY if not agents or a.name in agents]

@@ -15,9 +15,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
+from helixd.cli.common import Context, describe, json_flag, summary
+from helixd.cli.output import echo
 
 if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
     from collections.abc import Mapping
 
     from helixd.adapters.hooktargets import HookTarget, TargetsFor
@@ -49,7 +51,7 @@ def _backup_dir(agent: str) -> Path:
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"helixctl: {message}", err=True)
+    echo(f"helixctl: {message}", err=True)
     sys.exit(EXIT_USAGE)
 
 
@@ -63,9 +65,36 @@ def _tilde(path: Path, home: Path) -> str:
 # ---------------------------------------------------------------------------------------- hooks
 
 
-@click.group("hooks")
-def hooks() -> None:
-    """Install, remove or show Helix's hooks in the agents' settings files."""
+def hooks_arguments(p: ArgumentParser) -> None:
+    p.description = "Install, remove or show Helix's hooks in the agents' settings files."
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    install = _subcommand(sub, "install", hooks_install)
+    _agents_argument(install)
+    _dry_run_option(install)
+    _exe_option(install)
+    install.add_argument(
+        "--statusline",
+        action="store_true",
+        help="Also set the agent's status line to `helix-statusline` (the line `helixctl"
+        " statusline` prints, without loading the CLI; refused when the user has one of their"
+        " own).",
+    )
+    uninstall = _subcommand(sub, "uninstall", hooks_uninstall)
+    _agents_argument(uninstall)
+    _dry_run_option(uninstall)
+    _exe_option(uninstall)
+    _subcommand(sub, "script", hooks_script)
+    status = _subcommand(sub, "status", hooks_status)
+    _agents_argument(status)
+    _exe_option(status)
+    json_flag(status, "One object per file.")
+
+
+def _subcommand(sub: Any, name: str, run: Any) -> ArgumentParser:
+    """A subcommand of a group (``hooks install``): its summary and help from ``run``."""
+    parser: ArgumentParser = sub.add_parser(name, help=summary(run))
+    describe(parser, run)
+    return parser
 
 
 def _holds_ours(t: HookTarget) -> bool:
@@ -103,23 +132,32 @@ def _targets(
         found = table[name](home, os.environ, exe)
         if not agents and not found[0].root.is_dir():
             if create:
-                click.echo(f"{name}: skipped ({_tilde(found[0].root, home)} does not exist)")
+                echo(f"{name}: skipped ({_tilde(found[0].root, home)} does not exist)")
             continue
         out.extend(found)
     return out
 
 
-_exe_option = click.option(
-    "--helixctl",
-    "exe",
-    metavar="PATH",
-    default=None,
-    help="helixctl path the hooks run (default: this helixctl, absolute).",
-)
-_agents_argument = click.argument("agents", nargs=-1, metavar="[AGENT]...")
-_dry_run_option = click.option(
-    "--dry-run", is_flag=True, help="Print the unified diff of each change; write nothing."
-)
+def _exe_option(p: ArgumentParser) -> None:
+    p.add_argument(
+        "--helixctl",
+        dest="exe",
+        metavar="PATH",
+        default=None,
+        help="helixctl path the hooks run (default: this helixctl, absolute).",
+    )
+
+
+def _agents_argument(p: ArgumentParser) -> None:
+    p.add_argument("agents", nargs="*", metavar="AGENT")
+
+
+def _dry_run_option(p: ArgumentParser) -> None:
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Print the unified diff of each change; write nothing.",
+    )
 
 
 def _statusline_exe(helixctl: str) -> str:
@@ -159,10 +197,10 @@ def _change_hooks(
         try:
             changes.append(hk.plan(t, "install" if action == "install" else "uninstall", made))
         except hk.HookFileError as exc:
-            click.echo(f"helixctl: {t.agent}: {exc}", err=True)
+            echo(f"helixctl: {t.agent}: {exc}", err=True)
             if t.comments and action == "install":
-                click.echo(hk.snippet(t), err=True, nl=False)
-            click.echo("helixctl: nothing was written", err=True)
+                echo(hk.snippet(t), err=True, nl=False)
+            echo("helixctl: nothing was written", err=True)
             sys.exit(EXIT_USAGE)
     for c in changes:
         what = f" ({'.'.join(c.target.keys)})" if c.target.keys else ""
@@ -171,70 +209,48 @@ def _change_hooks(
             done = "already installed" if action == "install" else "no Helix entries"
             if c.old is None and c.target.only_if_exists:
                 done = "not present, skipped"
-            click.echo(f"{where}: {done}")
+            echo(f"{where}: {done}")
         elif dry_run:
-            click.echo(f"{where}: would {action}")
-            click.echo(c.diff(), nl=False)
+            echo(f"{where}: would {action}")
+            echo(c.diff(), nl=False)
         else:
             saved = hk.apply(c, _backup_dir(c.target.agent), _created_log())
             extra = f" (backup: {_tilde(saved, home)})" if saved else ""
             done = "removed (install had created it)" if c.new is None else f"{action}ed"
-            click.echo(f"{where}: {done}{extra}")
+            echo(f"{where}: {done}{extra}")
             if c.target.note and action == "install":
-                click.echo(f"{c.target.agent}: {c.target.note}")
+                echo(f"{c.target.agent}: {c.target.note}")
 
 
-@hooks.command("install")
-@_agents_argument
-@_dry_run_option
-@_exe_option
-@click.option(
-    "--statusline",
-    is_flag=True,
-    help="Also set the agent's status line to `helix-statusline` (the line `helixctl"
-    " statusline` prints, without loading the CLI; refused when the user has one of their"
-    " own).",
-)
-def hooks_install(
-    agents: tuple[str, ...], dry_run: bool, exe: str | None, statusline: bool
-) -> None:
+def hooks_install(ctx: Context, args: Namespace) -> None:
     """Add Helix's hook entries (every installed agent when none is named).
 
     Idempotent; a timestamped backup precedes every write; a file that does not parse is
     never rewritten (exit 2).
     """
-    _change_hooks("install", agents, dry_run, exe, statusline=statusline)
+    _change_hooks("install", tuple(args.agents), args.dry_run, args.exe, statusline=args.statusline)
 
 
-@hooks.command("uninstall")
-@_agents_argument
-@_dry_run_option
-@_exe_option
-def hooks_uninstall(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+def hooks_uninstall(ctx: Context, args: Namespace) -> None:
     """Remove exactly the entries install added (Helix's status line included); other hooks
     are untouched."""
-    _change_hooks("uninstall", agents, dry_run, exe, statusline=True)
+    _change_hooks("uninstall", tuple(args.agents), args.dry_run, args.exe, statusline=True)
 
 
-@hooks.command("script")
-def hooks_script() -> None:
+def hooks_script(ctx: Context, args: Namespace) -> None:
     """Print the shell alternative to `helixctl hook` (forwards stdin with socat or nc)."""
     from helixd.paths import data_file
 
-    click.echo(data_file("helix-hook.sh").read_text(), nl=False)
+    echo(data_file("helix-hook.sh").read_text(), nl=False)
 
 
-@hooks.command("status")
-@_agents_argument
-@_exe_option
-@click.option("--json", "as_json", is_flag=True, help="One object per file.")
-def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> None:
+def hooks_status(ctx: Context, args: Namespace) -> None:
     """Per agent file: installed, outdated (Helix entries that differ), absent, unreadable."""
     from helixd.ops import hooks as hk
 
     home = Path.home()
     rows: list[dict[str, Any]] = []
-    for t in _targets(agents, _resolve_exe(exe), create=False, statusline=True):
+    for t in _targets(tuple(args.agents), _resolve_exe(args.exe), create=False, statusline=True):
         state: str
         try:
             state = hk.state(t)
@@ -246,31 +262,40 @@ def hooks_status(agents: tuple[str, ...], exe: str | None, as_json: bool) -> Non
         rows.append(
             {"agent": t.agent, "path": str(t.path), "entry": entry, "state": state, "error": error}
         )
-    if as_json:
+    if args.as_json:
         import json
 
-        click.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     for r in rows:
         why = f" ({r['error']})" if r["error"] else ""
         entry = f" ({r['entry']})" if r["entry"] else ""
-        click.echo(f"{r['agent']:<8} {r['state']:<11} {_tilde(Path(r['path']), home)}{entry}{why}")
+        echo(f"{r['agent']:<8} {r['state']:<11} {_tilde(Path(r['path']), home)}{entry}{why}")
 
 
 # -------------------------------------------------------------------------------------- service
 
 
-@click.group("service")
-def service() -> None:
-    """Install, remove or show the helixd user service (systemd or launchd)."""
+def service_arguments(p: ArgumentParser) -> None:
+    p.description = "Install, remove or show the helixd user service (systemd or launchd)."
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    install = _subcommand(sub, "install", service_install)
+    _manager_option(install)
+    _dry_run_option(install)
+    _helixd_option(install)
+    uninstall = _subcommand(sub, "uninstall", service_uninstall)
+    _manager_option(uninstall)
+    _dry_run_option(uninstall)
+    _manager_option(_subcommand(sub, "status", service_status))
 
 
-_manager_option = click.option(
-    "--manager",
-    type=click.Choice(["systemd", "launchd"]),
-    default=None,
-    help="Service manager (default: launchd on macOS, systemd elsewhere).",
-)
+def _manager_option(p: ArgumentParser) -> None:
+    p.add_argument(
+        "--manager",
+        choices=["systemd", "launchd"],
+        default=None,
+        help="Service manager (default: launchd on macOS, systemd elsewhere).",
+    )
 
 
 def _manager(name: str | None) -> Manager:
@@ -315,27 +340,24 @@ def _helixd(path: str | None) -> str:
     return os.path.abspath(exe)
 
 
-_helixd_option = click.option(
-    "--helixd",
-    "helixd_path",
-    metavar="PATH",
-    default=None,
-    help="helixd the service runs (default: the one next to this helixctl).",
-)
+def _helixd_option(p: ArgumentParser) -> None:
+    p.add_argument(
+        "--helixd",
+        dest="helixd_path",
+        metavar="PATH",
+        default=None,
+        help="helixd the service runs (default: the one next to this helixctl).",
+    )
 
 
-@service.command("install")
-@_manager_option
-@_dry_run_option
-@_helixd_option
-def service_install(manager: str | None, dry_run: bool, helixd_path: str | None) -> None:
+def service_install(ctx: Context, args: Namespace) -> None:
     """Write the unit files (or the launchd plist) for this user and enable them."""
     from helixd.ops import service as svc
     from helixd.ops.hooks import fileedit
 
-    m, home = _manager(manager), Path.home()
+    m, home, dry_run = _manager(args.manager), Path.home(), args.dry_run
     try:
-        files = svc.render(m, _helixd(helixd_path), home, os.environ)
+        files = svc.render(m, _helixd(args.helixd_path), home, os.environ)
     except svc.TemplateMissing as exc:
         _fail(str(exc))
     commands = svc.install_commands(m, home, os.getuid())
@@ -343,12 +365,12 @@ def service_install(manager: str | None, dry_run: bool, helixd_path: str | None)
         for f in files:
             old = fileedit.read(f.path)
             state = "unchanged" if old == f.text else "would write"
-            click.echo(f"{state} {f.path}")
-            click.echo(fileedit.diff(f.path, old, f.text), nl=False)
+            echo(f"{state} {f.path}")
+            echo(fileedit.diff(f.path, old, f.text), nl=False)
         if m == "launchd":
-            click.echo(f"would create {svc.log_dir(home)}")
+            echo(f"would create {svc.log_dir(home)}")
         for cmd in commands:
-            click.echo("would run: " + " ".join(cmd))
+            echo("would run: " + " ".join(cmd))
         return
     _preflight(m)
     if m == "launchd":
@@ -356,23 +378,20 @@ def service_install(manager: str | None, dry_run: bool, helixd_path: str | None)
     for f in files:
         if fileedit.read(f.path) != f.text:
             fileedit.atomic_write(f.path, f.text, new_mode=0o644)
-            click.echo(f"wrote {f.path}")
+            echo(f"wrote {f.path}")
         else:
-            click.echo(f"unchanged {f.path}")
+            echo(f"unchanged {f.path}")
     for i, cmd in enumerate(commands):
         _run(cmd, check=not (m == "launchd" and i == 0))
-        click.echo("ran: " + " ".join(cmd))
+        echo("ran: " + " ".join(cmd))
 
 
-@service.command("uninstall")
-@_manager_option
-@_dry_run_option
-def service_uninstall(manager: str | None, dry_run: bool) -> None:
+def service_uninstall(ctx: Context, args: Namespace) -> None:
     """Disable and stop the service, then remove its files."""
     from helixd.ops import service as svc
     from helixd.ops.hooks import fileedit
 
-    m, home = _manager(manager), Path.home()
+    m, home, dry_run = _manager(args.manager), Path.home(), args.dry_run
     paths = (
         [svc.unit_dir(home, os.environ) / u for u in svc.UNITS]
         if m == "systemd"
@@ -382,33 +401,31 @@ def service_uninstall(manager: str | None, dry_run: bool) -> None:
     after = [["systemctl", "--user", "daemon-reload"]] if m == "systemd" else []
     if dry_run:
         for cmd in commands:
-            click.echo("would run: " + " ".join(cmd))
+            echo("would run: " + " ".join(cmd))
         for p in paths:
-            click.echo(f"would remove {p}" if p.exists() else f"absent {p}")
+            echo(f"would remove {p}" if p.exists() else f"absent {p}")
         for cmd in after:
-            click.echo("would run: " + " ".join(cmd))
+            echo("would run: " + " ".join(cmd))
         return
     _preflight(m)
     for cmd in commands:
         done = _run(cmd, check=False)  # "not loaded" / "not enabled" is fine here
-        click.echo("ran: " + " ".join(cmd) + ("" if done.returncode == 0 else " (not loaded)"))
+        echo("ran: " + " ".join(cmd) + ("" if done.returncode == 0 else " (not loaded)"))
     for p in paths:
         if p.exists():
             fileedit.remove(p)
-            click.echo(f"removed {p}")
+            echo(f"removed {p}")
     for cmd in after:
         _run(cmd)
-        click.echo("ran: " + " ".join(cmd))
+        echo("ran: " + " ".join(cmd))
 
 
-@service.command("status")
-@_manager_option
-def service_status(manager: str | None) -> None:
+def service_status(ctx: Context, args: Namespace) -> None:
     """Whether the service files are installed and current, and what the manager reports."""
     from helixd.ops import service as svc
     from helixd.ops.hooks import fileedit
 
-    m, home = _manager(manager), Path.home()
+    m, home = _manager(args.manager), Path.home()
     helixd = _exe("helixd", near=_exe("helixctl"))
     try:
         rendered = (
@@ -424,12 +441,12 @@ def service_status(manager: str | None) -> None:
     for p in paths:
         text = fileedit.read(p)
         state = "absent" if text is None else "current" if rendered.get(p) == text else "differs"
-        click.echo(f"{state:<8} {p}")
+        echo(f"{state:<8} {p}")
     tool = "systemctl" if m == "systemd" else "launchctl"
     if shutil.which(tool) is None:
-        click.echo(f"{tool}: not available on this machine")
+        echo(f"{tool}: not available on this machine")
         return
     for cmd in svc.status_commands(m, os.getuid()):
         done = _run(cmd, check=False)
         out = (done.stdout.strip() or done.stderr.strip()).replace("\n", ", ")
-        click.echo(f"{' '.join(cmd[1:])}: {out}")
+        echo(f"{' '.join(cmd[1:])}: {out}")

@@ -10,22 +10,38 @@ Registered as: Claude Code ``mcpServers.helix`` in ``~/.claude.json`` (user scop
 
 from __future__ import annotations
 
-import click
+from typing import TYPE_CHECKING
 
-from helixd.cli.common import prices, read_settings
-from helixd.cli.install import _agents_argument, _dry_run_option, _exe_option
+from helixd.cli.common import Context, describe, prices, read_settings
+from helixd.cli.install import _agents_argument, _dry_run_option, _exe_option, _subcommand
+from helixd.cli.output import echo
+
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
-@click.group("mcp", invoke_without_command=True)
-@click.pass_context
-def mcp(ctx: click.Context) -> None:
+def mcp_arguments(p: ArgumentParser) -> None:
+    describe(p, mcp)
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND")  # none: serve
+    install = _subcommand(sub, "install", mcp_install)
+    _agents_argument(install)
+    _dry_run_option(install)
+    _exe_option(install)
+    uninstall = _subcommand(sub, "uninstall", mcp_uninstall)
+    _agents_argument(uninstall)
+    _dry_run_option(uninstall)
+    _exe_option(uninstall)
+    status = _subcommand(sub, "status", mcp_status)
+    _agents_argument(status)
+    _exe_option(status)
+
+
+def mcp(ctx: Context, args: Namespace) -> None:
     """Serve Helix over MCP on stdin/stdout (what agents run), or install it into them.
 
     Read-only tools: search, lookup, list_sessions, read_transcript, usage_report,
     repo_tokens, stats.  See docs/mcp.md.
     """
-    if ctx.invoked_subcommand is not None:
-        return
     from helixd.mcp.server import run
 
     store_db = read_settings(ctx).store_db
@@ -39,29 +55,18 @@ def _change(action: str, agents: tuple[str, ...], dry_run: bool, exe: str | None
     _change_hooks(action, agents, dry_run, exe, table=MCP_TARGETS)
 
 
-@mcp.command("install")
-@_agents_argument
-@_dry_run_option
-@_exe_option
-def mcp_install(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+def mcp_install(ctx: Context, args: Namespace) -> None:
     """Register `helixctl mcp` with Claude Code, Codex and Gemini (the installed ones when
     none is named).  An entry named `helix` of the user's own is refused (exit 2)."""
-    _change("install", agents, dry_run, exe)
+    _change("install", tuple(args.agents), args.dry_run, args.exe)
 
 
-@mcp.command("uninstall")
-@_agents_argument
-@_dry_run_option
-@_exe_option
-def mcp_uninstall(agents: tuple[str, ...], dry_run: bool, exe: str | None) -> None:
+def mcp_uninstall(ctx: Context, args: Namespace) -> None:
     """Remove exactly the entries `mcp install` added."""
-    _change("uninstall", agents, dry_run, exe)
+    _change("uninstall", tuple(args.agents), args.dry_run, args.exe)
 
 
-@mcp.command("status")
-@_agents_argument
-@_exe_option
-def mcp_status(agents: tuple[str, ...], exe: str | None) -> None:
+def mcp_status(ctx: Context, args: Namespace) -> None:
     """Per agent: installed, outdated, absent, unreadable."""
     from pathlib import Path
 
@@ -70,27 +75,28 @@ def mcp_status(agents: tuple[str, ...], exe: str | None) -> None:
     from helixd.ops import hooks as hk
 
     home = Path.home()
-    for t in _targets(agents, _resolve_exe(exe), create=False, table=MCP_TARGETS):
+    for t in _targets(tuple(args.agents), _resolve_exe(args.exe), create=False, table=MCP_TARGETS):
         state: str
         try:
             state, why = hk.state(t), ""
         except hk.HookFileError as exc:
             state, why = "unreadable", f" ({exc})"
-        click.echo(f"{t.agent:<8} {state:<11} {_tilde(t.path, home)}{why}")
+        echo(f"{t.agent:<8} {state:<11} {_tilde(t.path, home)}{why}")
 
 
-@click.command("statusline")
-@click.pass_context
-def statusline(ctx: click.Context) -> None:
+def statusline_arguments(p: ArgumentParser) -> None:
+    describe(p, statusline)
+
+
+def statusline(ctx: Context, args: Namespace) -> None:
     """One line for Claude Code's status line: this session's cost and tokens, today's
     spend, the burn rate.  Reads the JSON Claude Code pipes in; always exits 0.  Set it up
     with `helixctl hooks install --statusline`."""
     from helixd.cli.statusline import line
 
-    root = ctx.find_root().obj or {}
-    config = root.get("config")
+    config = ctx.config
     try:
         text = line(None if config is None else str(config))
     except Exception as exc:  # never fail the agent's prompt line
         text = f"helix: {type(exc).__name__}: {str(exc)[:100]}"
-    click.echo(text)
+    echo(text)

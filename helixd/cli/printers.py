@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
+from helixd.cli.output import echo
 
 
 def print_summary(s: dict[str, Any]) -> None:
-    click.echo(
+    echo(
         f"files {s['files']} (read {s['files_read']}, gone {s['files_gone']}), "
         f"bytes {s['bytes']:,}, sessions {s['sessions']}, events {s['events']:,}, "
         f"malformed lines {s['malformed_lines']}, unknown records {s['unknown_records']}, "
@@ -17,21 +17,21 @@ def print_summary(s: dict[str, Any]) -> None:
         f"{s['seconds']:.2f} s, {s['mb_per_s']:.1f} MB/s"
     )
     if s.get("eviction"):
-        click.echo(describe_eviction(s["eviction"]))
+        echo(describe_eviction(s["eviction"]))
         for loss in s["eviction"].get("data_loss", []):
-            click.echo(f"warning: data loss: {loss['uid']} ({loss['bytes']:,} bytes)", err=True)
+            echo(f"warning: data loss: {loss['uid']} ({loss['bytes']:,} bytes)", err=True)
     if not s["roots"]:
-        click.echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
+        echo("no agent log directories found (see `helixctl ingest --help`)", err=True)
     skipped = s.get("skipped") or {}
     if skipped:
-        click.echo(
+        echo(
             f"skipped {sum(skipped.values())} files Helix cannot read ({by_reason(skipped)})",
             err=True,
         )
     for err in s["errors"]:
-        click.echo(f"warning: {err}", err=True)
+        echo(f"warning: {err}", err=True)
     if s.get("stale_files"):
-        click.echo(
+        echo(
             f"{s['stale_files']} files were read by an older adapter version:"
             " `helixctl renormalize` rebuilds them from the stored raw lines"
             " (the daemon does it by itself when idle)",
@@ -71,11 +71,11 @@ def print_unreadable(doc: dict[str, Any]) -> None:
     line = f"sources: {sources['files']} files under the roots"
     if u["files"]:
         line += f"; {u['files']} cannot be read ({by_reason(u['by_reason'])})"
-    click.echo(line)
+    echo(line)
     for example in u["examples"][:5]:
-        click.echo(f"  {example}")
+        echo(f"  {example}")
     if u["files"] > 5:
-        click.echo(f"  … and {u['files'] - 5} more (`helixctl status --json`)")
+        echo(f"  … and {u['files'] - 5} more (`helixctl status --json`)")
 
 
 def _token_lines(d: dict[str, Any]) -> list[str]:
@@ -142,7 +142,7 @@ def print_digest(d: dict[str, Any]) -> None:
         lines.append(f"    bad line @{bad['offset']} ({bad['reason'][:100]}): {raw}")
     if d["first_prompt"]:
         lines.append(f"  first prompt: {d['first_prompt'][:160]}")
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 def project_lines(d: dict[str, Any]) -> list[str]:
@@ -204,63 +204,63 @@ def print_status(doc: dict[str, Any]) -> None:
     d, st = doc["daemon"], doc["store"]
     if d["running"]:
         q = d.get("queue") or {}
-        click.echo(
+        echo(
             f"helixd: running (pid {d['pid']}, version {d.get('version')}, "
             f"up {d.get('uptime_s', 0):.0f} s), queue {q.get('pending', 0)}"
         )
         roots = d.get("roots") or {}
         for root in roots.get("watched", []):
-            click.echo(f"  watching {root}")
+            echo(f"  watching {root}")
         for root in roots.get("waiting_for", []):
-            click.echo(f"  waiting for {root}")
+            echo(f"  waiting for {root}")
         for name, job in (d.get("jobs") or {}).items():
             result = "ok" if job.get("ok") else (job.get("error") or "not run yet")
-            click.echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
+            echo(f"  job {name}: {job.get('runs', 0)} runs, last: {result}")
         missed = (d.get("ingest") or {}).get("unreadable") or {}
         if missed.get("files"):
-            click.echo(
+            echo(
                 f"  could not read {missed['files']} files"
                 f" ({by_reason(missed['by_reason'])}) at its last look"
             )
         _print_failing(d)
     else:
-        click.echo("helixd: not running (what follows is what the store alone can tell)")
+        echo("helixd: not running (what follows is what the store alone can tell)")
     print_unreadable(doc)
-    click.echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
+    echo(f"store: {st['path']} ({st['bytes'] / 1e6:,.1f} MB)")
     fault = st.get("fault")
     if fault:
         retries = f", {fault['retries']} retries so far" if fault.get("retries") else ""
-        click.echo(f"  FAULT: the store {fault['condition']} ({fault['detail']}){retries}")
-        click.echo(f"  fix: {fault['fix']}")
+        echo(f"  FAULT: the store {fault['condition']} ({fault['detail']}){retries}")
+        echo(f"  fix: {fault['fix']}")
     if "files" not in st:
-        click.echo("  no store yet: run `helixctl ingest` or start helixd")
+        echo("  no store yet: run `helixctl ingest` or start helixd")
         return
-    click.echo(
+    echo(
         f"  files tracked {st['files']} (gone {st['files_gone']}), lines {st['lines']:,},"
         f" malformed {st['malformed_lines']}, unknown records {st['unknown_records']}"
     )
     if st.get("malformed_by_agent"):
         by = ", ".join(f"{a} {n}" for a, n in sorted(st["malformed_by_agent"].items()))
-        click.echo(f"  malformed lines kept raw: {by}; latest:")
+        echo(f"  malformed lines kept raw: {by}; latest:")
         for bad in st.get("malformed_latest") or []:
-            click.echo(f"    {bad['path']} @{bad['offset']}: {bad['reason'][:120]}")
+            echo(f"    {bad['path']} @{bad['offset']}: {bad['reason'][:120]}")
     for agent, a in sorted(st["agents"].items()):
-        click.echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
+        echo(f"  {agent}: {a['with_messages']} sessions, {a['events']:,} events")
     lag = doc["ingest_lag"]
-    click.echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
+    echo(f"  ingest lag: {lag['bytes']:,} bytes in {lag['files']} files")
     r = doc["retention"]
     index = st.get("tier1", {}).get("index_bytes", 0)
-    click.echo(
+    echo(
         f"  raw tier {r['raw_bytes'] / 1e6:,.1f} MB (raw lines + events + full-text index"
         f" {index / 1e6:,.1f} MB, as `evict` counts)"
         f" of soft cap "
         f"{r['raw_soft_cap_bytes'] / 1e9:.1f} GB (hard {r['raw_hard_cap_bytes'] / 1e9:.1f})"
     )
     if "fleet" in doc:
-        click.echo(f"  {fleet_line(doc['fleet'])}")
+        echo(f"  {fleet_line(doc['fleet'])}")
     loss = st.get("data_loss") or {}
     if loss.get("sessions"):
-        click.echo(
+        echo(
             f"  DATA LOSS: {loss['sessions']} un-analyzed sessions ({loss['bytes'] / 1e6:,.1f} MB)"
             " dropped over the hard cap (see `helixctl evict --help`)"
         )
@@ -288,7 +288,7 @@ def print_sessions(page: Any, tz: Any = None) -> None:
         )
     head = ["STARTED", "SESSION", "REPO", "MSGS", "COST", "TITLE"]
     right = [False, False, False, True, True, False]
-    click.echo(render(head, rows, right=right, flex=5))
+    echo(render(head, rows, right=right, flex=5))
 
 
 def _print_failing(d: dict[str, Any]) -> None:
@@ -297,20 +297,20 @@ def _print_failing(d: dict[str, Any]) -> None:
 
     failing = d.get("failing_files") or {}
     if failing.get("count"):
-        click.echo(f"  files failing: {failing['count']} (each retried on its own backoff)")
+        echo(f"  files failing: {failing['count']} (each retried on its own backoff)")
         for f in failing["files"][:10]:
             wait = max(float(f["next_retry_at"]) - time.time(), 0.0)
-            click.echo(f"    {f['path']}: {f['error']}")
-            click.echo(f"      {f['failures']} failures, next try in {wait:.0f} s")
+            echo(f"    {f['path']}: {f['error']}")
+            echo(f"      {f['failures']} failures, next try in {wait:.0f} s")
     hooks = d.get("hook_activity") or {}
     if hooks.get("held") or hooks.get("dropped"):
-        click.echo(
+        echo(
             f"  hook activity held until the store takes writes: {hooks.get('held', 0)}"
             + (f" ({hooks['dropped']} dropped past the limit)" if hooks.get("dropped") else "")
         )
     error = d.get("status_file_error")
     if error:
-        click.echo(f"  status file {error['path']} cannot be written: {error['error']}")
+        echo(f"  status file {error['path']} cannot be written: {error['error']}")
 
 
 def fleet_line(loc: dict[str, Any]) -> str:

@@ -9,12 +9,29 @@ from __future__ import annotations
 import time
 from datetime import date, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import click
+from helixd.cli.common import (
+    Context,
+    UsageError,
+    agent_option,
+    check_agents,
+    cost_option,
+    describe,
+    echo_json,
+    instant,
+    int_range,
+    json_flag,
+    prices,
+    reader,
+    repo_option,
+    timezone_option,
+    zone,
+)
+from helixd.cli.output import echo
 
-from helixd.cli import complete
-from helixd.cli.common import check_agents, cost_option, echo_json, instant, prices, reader, zone
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 PERIODS = ("daily", "weekly", "monthly", "session")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -28,110 +45,91 @@ def _day(value: str | None, hint: str, tz: tzinfo | None) -> date | None:
     try:
         return parse_day(value, int(time.time() * 1000), tz)
     except BadTime as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from None
+        raise UsageError(str(exc), hint) from None
 
 
-_FLEET = (
-    click.option(
-        "--fleet", is_flag=True, help="Every machine of the fleet's PostgreSQL ([fleet] dsn)."
-    ),
-    click.option("--machine", "machines", multiple=True, help="With --fleet: only this machine."),
-    click.option("--user", "users", multiple=True, help="With --fleet: only this user."),
-)
-
-
-def _fleet_options(fn: Any) -> Any:
-    for option in reversed(_FLEET):
-        fn = option(fn)
-    return fn
+def _fleet_options(p: ArgumentParser) -> None:
+    p.add_argument(
+        "--fleet",
+        action="store_true",
+        help="Every machine of the fleet's PostgreSQL ([fleet] dsn).",
+    )
+    p.add_argument(
+        "--machine",
+        dest="machines",
+        metavar="MACHINE",
+        action="append",
+        default=[],
+        help="With --fleet: only this machine.",
+    )
+    p.add_argument(
+        "--user",
+        dest="users",
+        metavar="USER",
+        action="append",
+        default=[],
+        help="With --fleet: only this user.",
+    )
 
 
 def _check_fleet(fleet: bool, machines: tuple[str, ...], users: tuple[str, ...]) -> None:
     if (machines or users) and not fleet:
-        raise click.UsageError("--machine and --user need --fleet")
+        raise UsageError("--machine and --user need --fleet")
 
 
 # -- report --------------------------------------------------------------------------------
-@click.command()
-@click.argument("period", type=click.Choice(PERIODS))
-@click.option(
-    "--since", default=None, help="First day, inclusive (YYYYMMDD, YYYY-MM-DD, 7d, yesterday)."
-)
-@click.option("--until", default=None, help="Last day, inclusive.")
-@click.option(
-    "--agent",
-    "agents",
-    multiple=True,
-    help="Only this agent (repeatable).",
-    shell_complete=complete.agents,
-)
-@click.option(
-    "--repo",
-    default=None,
-    help="Repo name, or a path (sessions at or under it).",
-    shell_complete=complete.repos,
-)
-@click.option("--model", default=None, help="Only this model (or its dated versions).")
-@click.option("--breakdown", is_flag=True, help="Show per-model rows in the table.")
-@click.option(
-    "--timezone", "-z", "timezone", default=None, help="Time zone for days (default: local)."
-)
-@click.option(
-    "--start-of-week",
-    type=click.Choice(_WEEKDAYS),
-    default="sunday",
-    show_default=True,
-    help="First day of a week (weekly).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "ccusage"]),
-    default="text",
-    show_default=True,
-    help="json: Helix's document (per-agent ccusage fields, agents, undated, prices);"
-    " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@cost_option
-@_fleet_options
-@click.pass_context
-def report(
-    ctx: click.Context,
-    period: str,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
-    repo: str | None,
-    model: str | None,
-    breakdown: bool,
-    timezone: str | None,
-    start_of_week: str,
-    fmt: str,
-    as_json: bool,
-    cost_mode: str,
-    fleet: bool,
-    machines: tuple[str, ...],
-    users: tuple[str, ...],
-) -> None:
+def report_arguments(p: ArgumentParser) -> None:
+    p.add_argument("period", metavar="PERIOD", choices=PERIODS, help=", ".join(PERIODS) + ".")
+    p.add_argument("--since", help="First day, inclusive (YYYYMMDD, YYYY-MM-DD, 7d, yesterday).")
+    p.add_argument("--until", help="Last day, inclusive.")
+    agent_option(p)
+    repo_option(p)
+    p.add_argument("--model", help="Only this model (or its dated versions).")
+    p.add_argument("--breakdown", action="store_true", help="Show per-model rows in the table.")
+    timezone_option(p, "Time zone for days (default: local).")
+    p.add_argument(
+        "--start-of-week",
+        choices=_WEEKDAYS,
+        default="sunday",
+        help="First day of a week (weekly).  (default: sunday)",
+    )
+    p.add_argument(
+        "--format",
+        dest="fmt",
+        choices=["text", "json", "ccusage"],
+        default="text",
+        help="json: Helix's document (per-agent ccusage fields, agents, undated, prices);"
+        " ccusage: exactly ccusage 20's unified JSON (period, agent, metadata)."
+        "  (default: text)",
+    )
+    json_flag(p, "Same as --format json.")
+    cost_option(p)
+    _fleet_options(p)
+    describe(p, report)
+
+
+def report(ctx: Context, args: Namespace) -> None:
     """Token usage and cost per day, week, month or session, from the store (with --fleet:
     of every machine, from the fleet's PostgreSQL, also by machine and user)."""
     from helixd.query.usage import ReportQuery
     from helixd.query.usage import report as run
 
+    period, since, until, agents = args.period, args.since, args.until, tuple(args.agents)
+    fleet, machines, users = args.fleet, tuple(args.machines), tuple(args.users)
+    fmt, as_json, breakdown = args.fmt, args.as_json, args.breakdown
     _check_fleet(fleet, machines, users)
     check_agents(agents)
-    tz = zone(timezone)
+    tz = zone(args.timezone)
     q = ReportQuery(
         period=period,
         first_day=_day(since, "--since", tz),
         last_day=_day(until, "--until", tz),
         tz=tz,
         agents=agents,
-        repo=repo,
-        model=model,
-        week_start=_WEEKDAYS.index(start_of_week),
-        cost=cost_mode,
+        repo=args.repo,
+        model=args.model,
+        week_start=_WEEKDAYS.index(args.start_of_week),
+        cost=args.cost_mode,
     )
     _, table = prices(ctx)
     if fleet:
@@ -178,58 +176,56 @@ def _read_phases(path: Path) -> list[tuple[int, str]]:
         except (orjson.JSONDecodeError, AttributeError):
             ts, phase = None, None
         if ts is None or not isinstance(phase, str):
-            raise click.BadParameter(
-                f"{path}:{n}: want a JSON object with `timestamp` and `phase`",
-                param_hint="--phases",
+            raise UsageError(
+                f"{path}:{n}: want a JSON object with `timestamp` and `phase`", "--phases"
             )
         out.append((ts, phase))
     return out
 
 
-@click.command()
-@click.option(
-    "--repo",
-    required=True,
-    help="Repo name, or a path (sessions at or under it).",
-    shell_complete=complete.repos,
-)
-@click.option(
-    "--since", default=None, help="Start, inclusive (7d, yesterday, ISO-8601; default: all)."
-)
-@click.option("--until", default=None, help="End, exclusive (default: open).")
-@click.option(
-    "--agent",
-    "agents",
-    multiple=True,
-    help="Only this agent (repeatable).",
-    shell_complete=complete.agents,
-)
-@click.option(
-    "--phases",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    default=None,
-    help="JSONL of {timestamp, phase} transitions: usage per phase over [t_i, t_i+1).",
-)
-@click.option("--timezone", "-z", "timezone", default=None, help="Zone for times typed.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@cost_option
-@click.pass_context
-def tokens(
-    ctx: click.Context,
-    repo: str,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
-    phases: Path | None,
-    timezone: str | None,
-    as_json: bool,
-    cost_mode: str,
-) -> None:
+def _existing_file(text: str) -> Path:
+    """``--phases``: a file that exists (click's ``Path(exists=True, dir_okay=False)``)."""
+    from argparse import ArgumentTypeError
+
+    path = Path(text)
+    if not path.exists():
+        raise ArgumentTypeError(f"File {text!r} does not exist.")
+    if path.is_dir():
+        raise ArgumentTypeError(f"File {text!r} is a directory.")
+    return path
+
+
+def tokens_arguments(p: ArgumentParser) -> None:
+    repo_option(p, required=True)
+    p.add_argument("--since", help="Start, inclusive (7d, yesterday, ISO-8601; default: all).")
+    p.add_argument("--until", help="End, exclusive (default: open).")
+    agent_option(p)
+    p.add_argument(
+        "--phases",
+        type=_existing_file,
+        default=None,
+        help="JSONL of {timestamp, phase} transitions: usage per phase over [t_i, t_i+1).",
+    )
+    timezone_option(p, "Zone for times typed.")
+    json_flag(p)
+    cost_option(p)
+    describe(p, tokens)
+
+
+def tokens(ctx: Context, args: Namespace) -> None:
     """Usage of every session and file of a repo in a time range, optionally per phase."""
     from helixd.query.usage import tokens as run
 
+    repo, since, until, agents, phases = (
+        args.repo,
+        args.since,
+        args.until,
+        tuple(args.agents),
+        args.phases,
+    )
+    as_json, cost_mode = args.as_json, args.cost_mode
     check_agents(agents)
-    tz = zone(timezone)
+    tz = zone(args.timezone)
     lo = instant(since, "--since", tz) or 0
     hi = instant(until, "--until", tz)
     transitions = _read_phases(phases) if phases else []
@@ -243,49 +239,43 @@ def tokens(
         echo_json(result)
         return
     t = result["total"]
-    click.echo(
+    echo(
         f"{repo}: {len(result['sessions'])} sessions, {result['files']} files,"
         f" {t['totalTokens']:,} tokens (in {t['inputTokens']:,}, out {t['outputTokens']:,},"
         f" cache read {t['cacheReadTokens']:,}, write {t['cacheCreationTokens']:,}),"
         f" ${t['totalCost']:,.2f}"
     )
     for p in result["phases"]:
-        click.echo(
+        echo(
             f"  {p['phase']:24} {p['start'] or '-':24} {p['totalTokens']:>14,}"
             f"  ${p['totalCost']:,.2f}  {p['turns']:,} turns, {p['bash_commands']:,} commands,"
             f" {p['file_edits']:,} edits"
         )
     if result["transcript_files"]:
-        click.echo(f"transcript files ({len(result['transcript_files'])}):")
+        echo(f"transcript files ({len(result['transcript_files'])}):")
         for path in result["transcript_files"]:
-            click.echo(f"  {path}")
+            echo(f"  {path}")
 
 
 # -- stats ---------------------------------------------------------------------------------
-@click.command()
-@click.option("--since", default=None, help="From this time (7d, yesterday, ISO-8601, …).")
-@click.option("--top", default=15, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--timezone", "-z", "timezone", default=None, help="Zone for times typed.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_fleet_options
-@click.pass_context
-def stats(
-    ctx: click.Context,
-    since: str | None,
-    top: int,
-    timezone: str | None,
-    as_json: bool,
-    fleet: bool,
-    machines: tuple[str, ...],
-    users: tuple[str, ...],
-) -> None:
+def stats_arguments(p: ArgumentParser) -> None:
+    p.add_argument("--since", help="From this time (7d, yesterday, ISO-8601, …).")
+    p.add_argument("--top", default=15, type=int_range(1, 1000), help="(default: 15)")
+    timezone_option(p, "Zone for times typed.")
+    json_flag(p)
+    _fleet_options(p)
+    describe(p, stats)
+
+
+def stats(ctx: Context, args: Namespace) -> None:
     """Sessions and spend by agent, repo and model; tool success rates; most-edited
     files; test runs by framework; interventions and errors per session (with --fleet: of
     every machine, also by machine and user)."""
     from helixd.query.stats import stats as run
 
+    fleet, machines, users, top = args.fleet, tuple(args.machines), tuple(args.users), args.top
     _check_fleet(fleet, machines, users)
-    lo = instant(since, "--since", zone(timezone))
+    lo = instant(args.since, "--since", zone(args.timezone))
     _, table = prices(ctx)
     if fleet:
         from helixd.cli.fleet import fleet_reader
@@ -302,7 +292,7 @@ def stats(
             doc = run(con, lo, top, table)
         finally:
             con.close()
-    if as_json:
+    if args.as_json:
         echo_json(doc)
     else:
         from helixd.cli.tables import print_stats

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import click
+from helixd.cli.common import (
+    EXIT_USAGE,
+    Context,
+    agent_option,
+    check_agents,
+    describe,
+    echo_json,
+    fail,
+    instant,
+    int_range,
+    json_flag,
+    reader,
+    repo_option,
+    timezone_option,
+    zone,
+)
+from helixd.cli.output import echo
 
-from helixd.cli import complete
-from helixd.cli.common import EXIT_USAGE, check_agents, echo_json, fail, instant, reader, zone
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 
 def _marks(as_json: bool) -> tuple[str, str]:
@@ -17,58 +34,43 @@ def _marks(as_json: bool) -> tuple[str, str]:
     return ("\x1b[1;33m", "\x1b[0m") if color else ("[", "]")
 
 
-@click.command()
-@click.argument("query", nargs=-1, required=True)
-@click.option("--fts", is_flag=True, help='QUERY is FTS5 syntax: "a phrase", prefix*, AND/OR/NOT.')
-@click.option(
-    "--agent",
-    "agents",
-    multiple=True,
-    help="Only this agent (repeatable).",
-    shell_complete=complete.agents,
-)
-@click.option(
-    "--repo",
-    default=None,
-    help="Repo name, or a path (sessions at or under it).",
-    shell_complete=complete.repos,
-)
-@click.option("--since", default=None, help="From this time (7d, yesterday, ISO-8601, …).")
-@click.option("--until", default=None, help="Before this time.")
-@click.option(
-    "--kind",
-    "kinds",
-    multiple=True,
-    help="Only events of this kind: user_msg, assistant_msg, thinking, tool_call, edit,"
-    " test_run, error, human_intervention (repeatable).",
-)
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
-@click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many first hits.")
-@click.option("--timezone", "-z", "timezone", default=None, help="Zone for times typed.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_context
-def search(
-    ctx: click.Context,
-    query: tuple[str, ...],
-    fts: bool,
-    agents: tuple[str, ...],
-    repo: str | None,
-    since: str | None,
-    until: str | None,
-    kinds: tuple[str, ...],
-    limit: int,
-    offset: int,
-    timezone: str | None,
-    as_json: bool,
-) -> None:
+def search_arguments(p: ArgumentParser) -> None:
+    p.add_argument("query", metavar="QUERY", nargs="+")
+    p.add_argument(
+        "--fts", action="store_true", help='QUERY is FTS5 syntax: "a phrase", prefix*, AND/OR/NOT.'
+    )
+    agent_option(p)
+    repo_option(p)
+    p.add_argument("--since", help="From this time (7d, yesterday, ISO-8601, …).")
+    p.add_argument("--until", help="Before this time.")
+    p.add_argument(
+        "--kind",
+        dest="kinds",
+        metavar="KIND",
+        action="append",
+        default=[],
+        help="Only events of this kind: user_msg, assistant_msg, thinking, tool_call, edit,"
+        " test_run, error, human_intervention (repeatable).",
+    )
+    p.add_argument("--limit", default=20, type=int_range(1, 10_000), help="(default: 20)")
+    p.add_argument("--offset", default=0, type=int_range(0), help="Skip this many first hits.")
+    timezone_option(p, "Zone for times typed.")
+    json_flag(p)
+    describe(p, search)
+
+
+def search(ctx: Context, args: Namespace) -> None:
     """Search every session for QUERY, best matches first.  Words are searched as typed
     (all of them, in any order; `next.js`, `foo-bar`, `src/app/page.tsx` are words);
     --fts takes SQLite FTS5 syntax instead."""
     from helixd.query.search import SearchError, SearchQuery
     from helixd.query.search import search as run
 
+    query, fts, agents, repo = args.query, args.fts, tuple(args.agents), args.repo
+    since, until, kinds, as_json = args.since, args.until, tuple(args.kinds), args.as_json
+    limit, offset = args.limit, args.offset
     check_agents(agents)
-    tz = zone(timezone)
+    tz = zone(args.timezone)
     q = SearchQuery(
         text=" ".join(query),
         fts=fts,
@@ -91,10 +93,10 @@ def search(
         echo_json(hits)
         return
     if not hits:
-        click.echo("no matches", err=True)
+        echo("no matches", err=True)
         return
     for h in hits:
         when = (h["timestamp"] or "?")[:16].replace("T", " ")
         where = f"#{h['seq']}" if h["seq"] is not None else "(evicted)"
-        click.echo(f"{when}  {h['session_uid']} {where}  {h['repo'] or '-'}  {h['kind']}")
-        click.echo(f"    {h['snippet']}")
+        echo(f"{when}  {h['session_uid']} {where}  {h['repo'] or '-'}  {h['kind']}")
+        echo(f"    {h['snippet']}")

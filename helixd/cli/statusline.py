@@ -1,5 +1,5 @@
 """``helixctl statusline``: the line of ``helixd.statusline`` (Claude Code's ``statusLine``),
-printed through the click group.  The ``helix-statusline`` console script, which
+printed through the CLI.  The ``helix-statusline`` console script, which
 ``hooks install --statusline`` sets up, runs ``helixd.statusline`` directly: that module
 loads nothing of the CLI (issue 14: 50 ms p95, whole process)."""
 

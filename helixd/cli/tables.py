@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
+from helixd.cli.output import echo
 from helixd.cli.textable import render
 
 _KEYS = {"daily": "date", "weekly": "week", "monthly": "month", "session": "sessionId"}
@@ -37,7 +36,7 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
                 for b in e.get("machineBreakdowns", ())
             )
     head = ["", "Models", "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
-    click.echo(
+    echo(
         render(
             head,
             rows,
@@ -49,12 +48,12 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
     )
     note = price_note(doc.get("prices"))
     if note:
-        click.echo(note)
+        echo(note)
     if entries:
-        click.echo(cost_note(doc.get("costMode", "auto"), entries))
+        echo(cost_note(doc.get("costMode", "auto"), entries))
     undated = doc.get("undated")
     if undated:
-        click.echo(
+        echo(
             f"Not in any {_KEYS[period]}: {undated['inputTokens']:,} input tokens,"
             f" {undated['outputTokens']:,} output, ${undated['totalCost']:,.2f}, with no usable"
             " time (missing or impossible timestamps); `helixctl report session` counts them."
@@ -64,8 +63,8 @@ def print_report(doc: dict[str, Any], period: str, breakdown: bool) -> None:
             rows = [
                 [str(m[key]), ", ".join(m["modelsUsed"]), *_usage_cells(m)] for m in doc[f"{key}s"]
             ]
-            click.echo()
-            click.echo(
+            echo()
+            echo(
                 render(
                     [
                         first,
@@ -160,7 +159,7 @@ def print_stats(doc: dict[str, Any]) -> None:
         for r in ie["top"]
     )
     out.append("\n".join(lines))
-    click.echo("\n\n".join(out))
+    echo("\n\n".join(out))
 
 
 def cost_note(mode: str, entries: list[dict[str, Any]]) -> str:

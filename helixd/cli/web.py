@@ -7,10 +7,22 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import click
+from helixd.cli.common import (
+    EXIT_STORE,
+    Context,
+    UsageError,
+    describe,
+    echo_json,
+    int_range,
+    json_flag,
+    read_settings,
+)
+from helixd.cli.output import echo
 
-from helixd.cli.common import EXIT_STORE, echo_json, read_settings
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
 
 STARTING_S = 5.0
 
@@ -21,49 +33,44 @@ def _desktop() -> bool:
     )
 
 
-@click.command()
-@click.option("--no-open", is_flag=True, help="Print the address only.")
-@click.option("--json", "as_json", is_flag=True, help="Print {url, pid} as JSON.")
-@click.option(
-    "--fleet",
-    is_flag=True,
-    help="Serve a read-only dashboard of every machine of the fleet's PostgreSQL ([fleet] dsn,"
-    " a helix_reader role) here, in the foreground, until Ctrl-C.",
-)
-@click.option("--dsn", default=None, help="With --fleet: this connection string instead.")
-@click.option("--host", default=None, help="With --fleet: the address to listen on.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=None,
-    help="With --fleet: the port to listen on (default 7778; 0: any free).",
-)
-@click.pass_context
-def web(
-    ctx: click.Context,
-    no_open: bool,
-    as_json: bool,
-    fleet: bool,
-    dsn: str | None,
-    host: str | None,
-    port: int | None,
-) -> None:
+def web_arguments(p: ArgumentParser) -> None:
+    p.add_argument("--no-open", action="store_true", help="Print the address only.")
+    json_flag(p, "Print {url, pid} as JSON.")
+    p.add_argument(
+        "--fleet",
+        action="store_true",
+        help="Serve a read-only dashboard of every machine of the fleet's PostgreSQL ([fleet]"
+        " dsn, a helix_reader role) here, in the foreground, until Ctrl-C.",
+    )
+    p.add_argument("--dsn", default=None, help="With --fleet: this connection string instead.")
+    p.add_argument("--host", default=None, help="With --fleet: the address to listen on.")
+    p.add_argument(
+        "--port",
+        type=int_range(0, 65535),
+        default=None,
+        help="With --fleet: the port to listen on (default 7778; 0: any free).",
+    )
+    describe(p, web)
+
+
+def web(ctx: Context, args: Namespace) -> None:
     """Print the address of the dashboard and HTTP API that helixd serves (loopback), and open
     it in a browser on a desktop.  Exit 3 when the daemon is not running or serves no web
     face (`[web] enabled = false`, or its port was taken: see its log).  With --fleet: serve
     the fleet's dashboard instead (exit 3 when the fleet database cannot be read)."""
-    if fleet:
+    no_open, as_json, dsn, host, port = args.no_open, args.as_json, args.dsn, args.host, args.port
+    if args.fleet:
         _serve_fleet(ctx, dsn, host, 7778 if port is None else port, no_open, as_json)
         return
     if dsn or host or port is not None:
-        raise click.UsageError("--dsn, --host and --port need --fleet")
+        raise UsageError("--dsn, --host and --port need --fleet")
     from helixd.daemon.pidlock import holder
     from helixd.daemon.status import StatusFile
 
     db = read_settings(ctx).store_db
     pid = holder(db)
     if pid is None:
-        click.echo(
+        echo(
             "helixctl: helixd is not running (start it: `helixd`, or `helixctl service install`)",
             err=True,
         )
@@ -77,7 +84,7 @@ def web(
             break
         time.sleep(0.2)
     if not url:
-        click.echo(
+        echo(
             "helixctl: helixd serves no web page ([web] enabled = false, or its port was"
             " taken: see the daemon's log)",
             err=True,
@@ -86,7 +93,7 @@ def web(
     if as_json:
         echo_json({"url": url, "pid": pid})
     else:
-        click.echo(url)
+        echo(url)
     if not no_open and not as_json and _desktop():
         import webbrowser
 
@@ -94,7 +101,7 @@ def web(
 
 
 def _serve_fleet(
-    ctx: click.Context, dsn: str | None, host: str | None, port: int, no_open: bool, as_json: bool
+    ctx: Context, dsn: str | None, host: str | None, port: int, no_open: bool, as_json: bool
 ) -> None:
     from helixd.cli.common import fail, prices
     from helixd.cli.fleet import read_target
@@ -130,7 +137,7 @@ def _serve_fleet(
         if as_json:
             echo_json({"url": url, "pid": os.getpid(), "source": "fleet"})
         else:
-            click.echo(url)
+            echo(url)
         sys.stdout.flush()
         if not no_open and not as_json and _desktop():
             import webbrowser
