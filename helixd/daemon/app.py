@@ -20,6 +20,7 @@ work queue -> one ingest worker -> scheduler.  All tasks live in one TaskGroup.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -31,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import click
 import orjson
 import structlog
 
@@ -677,27 +677,40 @@ async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
     return 0
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="helixd")
-@click.option(
-    "--once", is_flag=True, help="Do one full sweep (ingest, digests, retention) and exit."
-)
-@click.option("--no-evict", is_flag=True, help="With --once: skip the retention pass.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="TOML config file.",
-)
-def main(once: bool, no_evict: bool, config_path: Path | None) -> None:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="helixd",
+        allow_abbrev=False,
+        description="Watch the agents' log directories and keep the Helix store up to date.",
+    )
+    parser.add_argument("--version", action="version", version=f"helixd, version {__version__}")
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="Do one full sweep (ingest, digests, retention) and exit.",
+    )
+    parser.add_argument(
+        "--no-evict", action="store_true", help="With --once: skip the retention pass."
+    )
+    parser.add_argument(
+        "--config", dest="config_path", type=Path, metavar="FILE", help="TOML config file."
+    )
+    args = parser.parse_args(argv)
+    if args.config_path is not None and args.config_path.is_dir():
+        parser.error(f"argument --config: {args.config_path} is a directory")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
     """Watch the agents' log directories and keep the Helix store up to date."""
+    args = _arguments(argv)
+    once, no_evict, config_path = args.once, args.no_evict, args.config_path
     try:
         settings = config.load(config_path)
         config.price_table(settings)
         fleet_target(settings)
     except config.ConfigError as exc:
-        click.echo(f"helixd: {exc}", err=True)
+        print(f"helixd: {exc}", file=sys.stderr)
         sys.exit(2)
     logs.configure(settings.daemon.log_level)
     os.umask(0o077)  # whatever the daemon (or SQLite for it) creates is the user's alone
@@ -705,7 +718,7 @@ def main(once: bool, no_evict: bool, config_path: Path | None) -> None:
     try:
         lock.acquire()
     except AlreadyRunning as exc:
-        click.echo(f"helixd: {exc}", err=True)
+        print(f"helixd: {exc}", file=sys.stderr)
         sys.exit(1)
     except OSError as exc:  # the store's folder cannot hold the lock (yet): retried
         log.warning("pid_lock_unavailable", path=str(lock.path), error=str(exc))
@@ -728,7 +741,7 @@ def _once(settings: config.Settings, evict: bool = True) -> int:
         fault = classify(exc, settings.store.db)
         if fault is None:
             raise
-        click.echo(f"helixd: {fault}", err=True)
+        print(f"helixd: {fault}", file=sys.stderr)
         return 3
 
 
