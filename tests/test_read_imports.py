@@ -1,6 +1,7 @@
 """Issue 12: a read command loads only what it uses.  Each runs in a fresh interpreter on a
 real store (the Claude fixtures ingested) and names the modules it loaded; the heavy ones a
-read has no use for must stay out (click's own imports — inspect, uuid, … — are click's)."""
+read has no use for must stay out — click and argcomplete included: the CLI is argparse, and
+completion loads only when the shell asks."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ NEVER = (
     "watchdog",
     "apscheduler",
     "tomlkit",
-    "click.testing",
+    "click",
+    "argcomplete",
     "helixd.config",
     "helixd.ingest",
     "helixd.store.writer",
@@ -136,3 +138,19 @@ def test_a_rescan_that_finds_nothing_new_loads_no_event_loop_and_no_reader(store
     modules = loaded(store, "ingest", "--json")
     assert "helixd.ingest.plan" in modules  # the probe ran the command
     assert not [m for m in RESCAN_NEVER if m in modules], [m for m in RESCAN_NEVER if m in modules]
+
+
+# `helixctl --version` (and `-h`): the interpreter, argparse and the command table; no command's
+# module, nothing of the store, no third-party package
+VERSION_ONLY_NEVER = ("click", "argcomplete", "inspect", "sqlite3", "orjson", "helixd.cli.common")
+
+
+def test_version_and_help_load_no_command(helixctl: RunCli) -> None:
+    for argv in (["--version"], ["-h"]):
+        modules = loaded(helixctl, *argv)
+        assert "helixd.cli.main" in modules and "argparse" in modules
+        commands = sorted(
+            m for m in modules if m.startswith("helixd.cli.") and m != "helixd.cli.main"
+        )
+        assert commands == [], (argv, commands)
+        assert not [m for m in VERSION_ONLY_NEVER if m in modules], argv
