@@ -1,0 +1,86 @@
+"""Issue 12: ``helixctl`` on argparse — the command table, usage errors (exit 2, the
+argument named, stderr only), ``--version``, help for every command, and ``echo``'s rules
+(click's: ANSI dropped off a terminal, unencodable characters replaced, not fatal)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helixd import __version__
+from helixd.cli import output
+from helixd.cli.main import COMMANDS, main
+from tests.cli_runner import CliRunner
+from tests.conftest import REPO, RunCli
+
+
+def test_version_of_both_programs(helixctl: RunCli) -> None:
+    assert helixctl("--version").stdout == f"helixctl, version {__version__}\n"
+    helixd = subprocess.run(
+        [sys.executable, "-m", "helixd.daemon", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert helixd.returncode == 0 and helixd.stdout == f"helixd, version {__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["nosuch"], "invalid choice: 'nosuch'"),
+        (["sessions", "--limit", "-1"], "argument --limit: -1 is not in the range x>=0."),
+        (["search", "x", "--limit", "0"], "argument --limit: 0 is not in the range 1<=x<=10000."),
+        (["show", "x", "--format", "pdf"], "argument --format: invalid choice: 'pdf'"),
+        (["sessions", "-z", "Mars/Olympus"], "argument --timezone: unknown time zone"),
+        (["sessions", "--since", "whenever"], "argument --since: not a time: 'whenever'"),
+        (["report", "hourly"], "argument PERIOD: invalid choice: 'hourly'"),
+        (["report", "daily", "--machine", "m"], "--machine and --user need --fleet"),
+        (["sessions", "--lim", "3"], "unrecognized arguments: --lim"),  # no abbreviations
+        (["lookup"], "the following arguments are required: UID"),
+        (["hooks"], "the following arguments are required: COMMAND"),
+        (["tokens", "--repo", "r", "--phases", "/no/such.jsonl"], "does not exist"),
+    ],
+)
+def test_usage_errors_exit_2_naming_the_argument(argv: list[str], says: str) -> None:
+    result = CliRunner().invoke(main, argv, env={"HELIX_STORE_DB": "/nonexistent/helix.db"})
+    assert result.exit_code == 2, result.output
+    assert says in result.stderr and "usage: helixctl" in result.stderr
+    assert result.stdout == ""
+
+
+def test_every_command_of_the_table_has_help(tmp_path: Path) -> None:
+    top = CliRunner().invoke(main, ["-h"])
+    assert top.exit_code == 0
+    for name, spec in COMMANDS.items():
+        assert f"{name} " in top.stdout and spec.summary.split()[0] in top.stdout
+        own = CliRunner().invoke(main, [name, "-h"])
+        assert own.exit_code == 0, (name, own.output)
+        assert own.stdout.startswith(f"usage: helixctl {name}"), name
+        assert own.stdout.count("\n") > 3, name  # its description and options, not only usage
+
+
+def test_defaults_shown_in_help() -> None:
+    shown = CliRunner().invoke(main, ["show", "-h"]).stdout
+    assert "(default: 500)" in shown and "(default: text)" in shown
+
+
+def test_echo_drops_ansi_off_a_terminal_and_replaces_what_the_stream_cannot_encode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii", write_through=True))
+    output.echo("\x1b[1;33mhit\x1b[0m café")
+    assert raw.getvalue() == b"hit caf?\n"
+
+
+def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(helixctl: RunCli) -> None:
+    odd = "cfg-é.toml"
+    proc = helixctl("--config", f"/nowhere/{odd}", "config", "path", PYTHONIOENCODING="ascii")
+    assert proc.stdout == "/nowhere/cfg-?.toml (absent: defaults apply)\n"
