@@ -19,6 +19,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -155,40 +156,78 @@ COMMANDS: Final[dict[str, Command]] = {
 }
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, then the
+    terminal of stdout, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's (docstrings' line breaks kept), its width found without importing shutil
+    (~4 ms with the bz2 and lzma it loads): argparse makes one for every argument added."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class Parser(argparse.ArgumentParser):
-    """Every parser of ``helixctl``: no abbreviated options (click took none), docstrings'
-    line breaks kept in help."""
+    """Every parser of ``helixctl``: no abbreviated options (click took none)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(**kwargs)
 
 
-class _CommandParsers(dict[str, argparse.ArgumentParser]):
-    """The command parsers; a command's arguments are added (its module imported) the first
-    time argparse — or argcomplete — looks it up."""
+class _CommandParsers(dict[str, Any]):
+    """The commands' parsers by name.  A command's parser is made — its module imported, its
+    arguments added — the first time argparse (or argcomplete) looks the command up; until
+    then only its name is here."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.loaded: set[str] = set()
+    def __init__(self, make: Callable[[str], argparse.ArgumentParser]) -> None:
+        super().__init__(dict.fromkeys(COMMANDS))
+        self._make = make
 
     def __getitem__(self, name: str) -> argparse.ArgumentParser:
         parser = super().__getitem__(name)
-        if name not in self.loaded:
-            self.loaded.add(name)
-            spec = COMMANDS[name]
-            getattr(importlib.import_module(spec.module), spec.arguments)(parser)
-            parser.set_defaults(command_parser=parser)
+        if parser is None:
+            parser = self[name] = self._make(name)
+        assert isinstance(parser, argparse.ArgumentParser)
         return parser
 
 
 class LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]
-    """The subcommands action whose parsers are filled in when used."""
+    """The subcommands action of ``COMMANDS``: each listed in help by its summary, its parser
+    made when used."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._name_parser_map = self.choices = _CommandParsers()
+        self._name_parser_map = self.choices = _CommandParsers(self._command_parser)
+        for name, spec in COMMANDS.items():
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), spec.summary))
+
+    def _command_parser(self, name: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._parser_class(prog=f"{self._prog_prefix} {name}")
+        spec = COMMANDS[name]
+        getattr(importlib.import_module(spec.module), spec.arguments)(parser)
+        parser.set_defaults(command_parser=parser)
+        return parser
 
 
 def build_parser() -> Parser:
@@ -203,11 +242,9 @@ def build_parser() -> Parser:
         metavar="FILE",
         help="TOML config file (default: the platform's user config dir).",
     )
-    commands = parser.add_subparsers(
-        action=LazyCommands, dest="command", metavar="COMMAND", required=True
+    parser.add_subparsers(
+        action=LazyCommands, prog="helixctl", dest="command", metavar="COMMAND", required=True
     )
-    for name, spec in COMMANDS.items():
-        commands.add_parser(name, help=spec.summary, allow_abbrev=False)
     return parser
 
 
