@@ -2,7 +2,7 @@
 the bare interpreter (`python -c pass`) of the same venv, runs interleaved.
 
 Prints wall and CPU (user + sys) p50 of each and the load; exits 1 when the CPU p50 of
-`--version` is more than `--target-ms` (25 ms) above the interpreter's.  Run it with the
+`--version` is more than `--target-ms` (35 ms) above the interpreter's.  Run it with the
 python of the install to measure (a wheel install in a fresh venv, as docs/performance.md
 says):
 
@@ -37,7 +37,7 @@ def once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=40)
-    ap.add_argument("--target-ms", type=float, default=25.0, help="--version CPU over python")
+    ap.add_argument("--target-ms", type=float, default=35.0, help="--version CPU over python")
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")}
     probes = {
