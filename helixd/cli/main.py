@@ -141,7 +141,7 @@ COMMANDS: Final[dict[str, Command]] = {
     "statusline": Command(
         "helixd.cli.mcpcmd",
         "statusline_arguments",
-        "One line for Claude Code's status line: cost, tokens, today's spend.",
+        "One line for the agent's status line: this session's cost and tokens, today's spend.",
     ),
     "tokens": Command(
         "helixd.cli.reports",
