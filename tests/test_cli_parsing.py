@@ -5,8 +5,10 @@ argument named, stderr only), ``--version``, help for every command, and ``echo`
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,37 @@ def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(helixctl:
     odd = "cfg-é.toml"
     proc = helixctl("--config", f"/nowhere/{odd}", "config", "path", PYTHONIOENCODING="ascii")
     assert proc.stdout == "/nowhere/cfg-?.toml (absent: defaults apply)\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(helixctl: RunCli) -> None:
+    """``helixctl … | head``: the pipe closes before the command writes; exit 1, no traceback
+    (click's behaviour, kept)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helixd.cli.main", "config", "example"],
+        env=helixctl.env,  # type: ignore[attr-defined]
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the interpreter has even started
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(60) == 1 and err == ""
+
+
+def test_ctrl_c_says_aborted_without_a_traceback(helixctl: RunCli) -> None:
+    """A command that runs until interrupted (``mcp`` serving stdin): Ctrl-C ends it with
+    "Aborted!" and exit 1, as click did."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helixd.cli.main", "mcp"],
+        env=helixctl.env,  # type: ignore[attr-defined]
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    time.sleep(3)  # serving
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.decode() == "\nAborted!\n", err.decode()[-2000:]

@@ -267,7 +267,24 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
         command.error(str(exc))
+    except (KeyboardInterrupt, EOFError):  # Ctrl-C (`web --fleet` runs until then), as click did
+        from helixd.cli.output import echo
+
+        echo(err=True)  # closes the terminal's ^C
+        echo("Aborted!", err=True)
+        return 1
+    except BrokenPipeError:  # the reader went away (`helixctl sessions | head`): as click did
+        _silence_stdout()
+        return 1
     return 0
+
+
+def _silence_stdout() -> None:
+    """stdout to /dev/null, so the interpreter's last flush meets no closed pipe either."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real descriptor (a test's buffer)
+        pass
 
 
 if __name__ == "__main__":
