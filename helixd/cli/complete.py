@@ -38,7 +38,7 @@ def sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
 
 
 def agents(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
 
     return [
         CompletionItem(a.name, help=a.description or None)
