@@ -42,7 +42,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helixd.adapters import REGISTRY, adapter_named
+from helixd.adapters import adapter_named
+from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.plan import plan

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from helixd.adapters import REGISTRY, Adapter
+from helixd.adapters import Adapter
+from helixd.adapters.registry import REGISTRY
 
 MARK = "@@POISON@@"
 ADAPTERS = {a.name: a for a in REGISTRY}

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters.registry import REGISTRY
 from tests.contract_helpers import feed, sample_bytes, samples
 
 ADAPTERS = {a.name: a for a in REGISTRY}

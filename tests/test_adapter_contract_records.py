@@ -16,7 +16,8 @@ from typing import get_args
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters.registry import REGISTRY
 from helixd.core.records import EVENT_KINDS, Role
 from tests.contract_helpers import sample_bytes, samples
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext
+from helixd.adapters.registry import REGISTRY
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
 from tests.contract_helpers import sample_bytes, samples

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 
 PKG = Path(__file__).parent.parent / "helixd"
 AGENT = re.compile(r"\b(" + "|".join(a.name for a in REGISTRY) + r")\b", re.I)

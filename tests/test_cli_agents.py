@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from tests.conftest import FIXTURES, REPO, cli_env
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

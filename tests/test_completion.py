@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from tests.conftest import FIXTURES, RunCli
 
 HELIXCTL = str(Path(sys.executable).parent / "helixctl")

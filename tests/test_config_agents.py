@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helixd import config
-from helixd.adapters import REGISTRY, Adapter
+from helixd.adapters import Adapter
+from helixd.adapters.registry import REGISTRY
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "helixd" / "data" / "helix.example.toml"

@@ -23,8 +23,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
+from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.adapters.guard import parse_total
+from helixd.adapters.registry import REGISTRY
 from helixd.core.pricing import bundled
 from helixd.core.records import Parsed
 from helixd.core.timeparse import iso

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store, now_ms

@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY, adapter_named
+from helixd.adapters import adapter_named
+from helixd.adapters.registry import REGISTRY
 from helixd.sources.discover import Discovery, agent_roots
 from helixd.sources.gate import Gate
 from tests.conftest import REPO, cli_env

@@ -13,7 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from helixd.adapters import CATALOGUE
 from tests.conftest import REPO, RunCli, copy_claude_fixtures
+
+AGENT_MODULES = frozenset(f"helixd.adapters.{module}" for _, module, _ in CATALOGUE)
 
 # what no read command needs: the daemon's and the full settings' machinery, the writers
 NEVER = (
@@ -110,6 +113,9 @@ def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
         assert not [m for m in NEVER if has(m)], (name, [m for m in NEVER if has(m)])
         extra = [m for m in UNLESS_USED if has(m) and m not in USES.get(name, set())]
         assert not extra, (name, extra)
+        # show re-reads the raw lines of its session's agent (Claude here): that parser only
+        parsers = modules & AGENT_MODULES
+        assert parsers == ({"helixd.adapters.claude"} if name == "show" else set()), (name, parsers)
 
 
 # what `helixctl ingest` with nothing new does without (the plan finds nothing to read): the

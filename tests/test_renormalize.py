@@ -12,7 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY, Adapter, Chunk
+from helixd.adapters import Adapter, Chunk
+from helixd.adapters.registry import REGISTRY
 from helixd.core.records import Parsed
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover

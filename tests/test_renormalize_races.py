@@ -9,7 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.core.retention import Eviction
 from helixd.core.signals import extract
 from helixd.ingest.pipeline import Ingestor, discover

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from helixd import config
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.cli.ingest import _ingest
 from helixd.ingest.plan import Plan, idle_summary, plan
 from helixd.readconfig import read_config

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.core.signals import SIGNAL_COLUMNS, extract, summarize
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover

@@ -25,8 +25,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext, adapter_named
+from helixd.adapters import Adapter, Chunk, FileContext, adapter_named
 from helixd.adapters.guard import parse_total
+from helixd.adapters.registry import REGISTRY
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.stats import IngestStats
 from helixd.sources import sqlite as dbsource

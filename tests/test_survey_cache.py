@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.readconfig import AgentRoots, ReadConfig
 from helixd.sources.discover import agent_roots, survey
 from helixd.sources.surveycache import cached_survey

@@ -250,7 +250,7 @@ def test_doctor_names_what_cannot_be_read(home: Path, tmp_path: Path) -> None:
 def test_the_first_step_of_ingest_steps_aside_while_something_cannot_be_read(
     home: Path, helixctl: RunCli
 ) -> None:
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.ingest.plan import plan
 
     proj = home / ".claude/projects/-work-p"

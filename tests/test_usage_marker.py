@@ -11,7 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from helixd.adapters import REGISTRY, adapter_named
+from helixd.adapters import adapter_named
+from helixd.adapters.registry import REGISTRY
 from tests.conftest import REPO, cli_env
 
 FIX = Path(__file__).parent / "fixtures"

@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store, now_ms

@@ -1,76 +1,68 @@
-"""The adapter registry: plain data.  Adding an agent is one module plus one line here.
+"""The adapter catalogue: plain data.  Adding an agent is one module plus one line here.
 
 Nothing outside ``helixd/adapters/`` names an agent: ingest, store and CLI look adapters
-up by name or by the root a file was found under.
+up by name (``adapter_named``) or take them all (``helixd.adapters.registry.REGISTRY``).
+
+Importing this package costs nothing per agent: ``CATALOGUE`` names each adapter's module
+and attribute, and ``adapter_named`` imports that one module the first time it is asked
+for (an ordinary import; Python keeps the module in ``sys.modules``).  ``show`` re-reads
+one session's raw lines and so loads only its agent's parser; the walk, the plan and the
+daemon, which need every adapter, import ``helixd.adapters.registry``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Final
 
-from helixd.adapters import (
-    aider,
-    amp,
-    claude,
-    cline_cli,
-    cline_tasks,
-    codex,
-    continue_dev,
-    copilot,
-    crush,
-    cursor_agent,
-    cursor_ide,
-    droid,
-    gemini,
-    goose,
-    grok,
-    kiro,
-    kiro_cli,
-    opencode,
-    openhands,
-    pi,
-    qwen,
-)
 from helixd.adapters.base import Adapter, Chunk, FileContext, Table
 
-REGISTRY: Final[tuple[Adapter, ...]] = (
-    claude.ADAPTER,
-    codex.ADAPTER,
-    gemini.ADAPTER,
-    grok.ADAPTER,
+# (agent name, module under helixd.adapters, attribute holding its Adapter), in the order
+# the agents are walked, listed and completed
+CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
+    ("claude", "claude", "ADAPTER"),
+    ("codex", "codex", "ADAPTER"),
+    ("gemini", "gemini", "ADAPTER"),
+    ("grok", "grok", "ADAPTER"),
     # issue 16 part B: line files and JSON documents
-    copilot.ADAPTER,
-    pi.ADAPTER,
-    cline_cli.ADAPTER,
-    continue_dev.ADAPTER,
-    openhands.ADAPTER,
-    qwen.ADAPTER,
-    droid.ADAPTER,
-    amp.ADAPTER,
+    ("copilot", "copilot", "ADAPTER"),
+    ("pi", "pi", "ADAPTER"),
+    ("cline-cli", "cline_cli", "ADAPTER"),
+    ("continue", "continue_dev", "ADAPTER"),
+    ("openhands", "openhands", "ADAPTER"),
+    ("qwen", "qwen", "ADAPTER"),
+    ("droid", "droid", "ADAPTER"),
+    ("amp", "amp", "ADAPTER"),
     # issue 16 part A: SQLite databases, directory trees, markdown histories
-    crush.CRUSH,
-    crush.OPENCODE_GO,
-    goose.ADAPTER,
-    aider.ADAPTER,
-    cline_tasks.CLINE,
-    cline_tasks.ROO,
-    cline_tasks.KILO,
-    cursor_ide.ADAPTER,
+    ("crush", "crush", "CRUSH"),
+    ("opencode_go", "crush", "OPENCODE_GO"),
+    ("goose", "goose", "ADAPTER"),
+    ("aider", "aider", "ADAPTER"),
+    ("cline_vscode", "cline_tasks", "CLINE"),
+    ("roo", "cline_tasks", "ROO"),
+    ("kilo", "cline_tasks", "KILO"),
+    ("cursor_ide", "cursor_ide", "ADAPTER"),
     # issue 16's missing agents
-    opencode.ADAPTER,
-    kiro.ADAPTER,
-    kiro_cli.ADAPTER,
-    cursor_agent.ADAPTER,
+    ("opencode", "opencode", "ADAPTER"),
+    ("kiro", "kiro", "ADAPTER"),
+    ("kiro_cli", "kiro_cli", "ADAPTER"),
+    ("cursor_agent", "cursor_agent", "ADAPTER"),
 )
+AGENT_NAMES: Final[tuple[str, ...]] = tuple(name for name, _, _ in CATALOGUE)
+_WHERE: Final = {name: (module, attribute) for name, module, attribute in CATALOGUE}
 
 
 def adapter_named(name: str) -> Adapter:
-    """The registered adapter called ``name``; KeyError names the known ones."""
-    for adapter in REGISTRY:
-        if adapter.name == name:
-            return adapter
-    known = ", ".join(a.name for a in REGISTRY)
-    raise KeyError(f"unknown agent {name!r} (known: {known})")
+    """The catalogued adapter called ``name``, its module imported on first use; KeyError
+    names the known ones."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise KeyError(f"unknown agent {name!r} (known: {', '.join(AGENT_NAMES)})")
+    module, attribute = where
+    adapter = getattr(importlib.import_module(f"helixd.adapters.{module}"), attribute)
+    if not isinstance(adapter, Adapter):  # pragma: no cover - a catalogue typo
+        raise TypeError(f"helixd.adapters.{module}.{attribute} is not an Adapter")
+    return adapter
 
 
-__all__ = ["REGISTRY", "Adapter", "Chunk", "FileContext", "Table", "adapter_named"]
+__all__ = ["AGENT_NAMES", "CATALOGUE", "Adapter", "Chunk", "FileContext", "Table", "adapter_named"]

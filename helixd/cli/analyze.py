@@ -118,7 +118,7 @@ def renormalize(ctx: Context, args: Namespace) -> None:
 
 async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     from helixd import logs
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.cli.common import naming, open_store
     from helixd.ingest import digest
     from helixd.ingest.renormalize import renormalize as run

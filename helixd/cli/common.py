@@ -334,7 +334,7 @@ def check_agents(agents: tuple[str, ...] | list[str]) -> None:
     """Usage error naming the known agents when ``--agent`` names an unknown one."""
     if not agents:
         return
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
 
     known = {a.name for a in REGISTRY}
     for name in agents:

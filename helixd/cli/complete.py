@@ -59,7 +59,7 @@ def sessions(prefix: str, parsed_args: Any = None, **_: Any) -> dict[str, str]:
 
 
 def agents(prefix: str, **_: Any) -> dict[str, str]:
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
 
     return {a.name: a.description or "" for a in REGISTRY if a.name.startswith(prefix)}
 

@@ -25,7 +25,7 @@ def doctor(ctx: Context, args: Namespace) -> None:
     agents' own log retention, disk space and the fleet database.  Exit 0 when nothing
     failed, 1 otherwise."""
     from helixd import config
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.cli.common import echo_json, live_status, load_settings
     from helixd.cli.install import _resolve_exe, _targets
     from helixd.daemon.pidlock import holder

@@ -63,7 +63,7 @@ def ingest(ctx: Context, args: Namespace) -> None:
     """Backfill every transcript once; a second run reads only what is new.  The sweep ends
     with the retention pass (`helixctl evict`) unless --no-evict; a sweep that found
     nothing new changes nothing, so it skips the pass too."""
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.ingest.plan import idle_summary, plan
     from helixd.query.projects import known_projects
     from helixd.sources.discover import agent_roots
@@ -98,7 +98,7 @@ def ingest(ctx: Context, args: Namespace) -> None:
 async def _ingest(
     settings: Any, pairs: list[Any], table: Any, *, evict: bool = True
 ) -> dict[str, Any]:
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.ingest import digest
     from helixd.ingest.eviction import sweep_evict
     from helixd.ingest.pipeline import Ingestor, discover

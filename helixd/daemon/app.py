@@ -36,8 +36,8 @@ import orjson
 import structlog
 
 from helixd import __version__, config, logs, paths
-from helixd.adapters import REGISTRY
 from helixd.adapters.hooktargets import hook_agent
+from helixd.adapters.registry import REGISTRY
 from helixd.adapters.toolkinds import hook_activity
 from helixd.core import protocol
 from helixd.core.attribution import Naming

@@ -83,7 +83,7 @@ class Memory:
 
 def build(memory: Memory) -> MCPServer:
     """The server with every tool registered (not started)."""
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
 
     instructions = INSTRUCTIONS.format(agents=", ".join(a.name for a in REGISTRY))
     server: MCPServer = MCPServer(

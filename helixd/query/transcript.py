@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import zstandard
 
-from helixd.adapters import REGISTRY, Adapter, Chunk, FileContext
+from helixd.adapters import AGENT_NAMES, Adapter, Chunk, FileContext, adapter_named
 from helixd.core.timeparse import iso
 from helixd.store import session_queries as sq
 from helixd.store import transcript_queries as tq
@@ -26,7 +26,6 @@ from helixd.store.keys import key64
 
 PAYLOAD_CHARS: Final = 64 * 1024  # a body longer than this is cut (the size is said)
 MAX_PAGE: Final = 2000
-_ADAPTERS: Final = {a.name: a for a in REGISTRY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +97,9 @@ def _payloads(con: sqlite3.Connection, events: list[dict[str, Any]]) -> dict[int
     found: dict[int, bytes] = {}
     for file_id, evs in wanted.items():
         src = tq.source_file(con, file_id)
-        adapter: Adapter | None = _ADAPTERS.get(src["agent"]) if src else None
-        if src is None or adapter is None:
+        if src is None or src["agent"] not in AGENT_NAMES:
             continue
+        adapter: Adapter = adapter_named(src["agent"])  # only this agent's parser is loaded
         ctx = FileContext(src["path"], _rel(src["path"], src["root"]), src["sidecar"], True)
         offsets = {ev["offset"] for ev in evs}
         whole = adapter.whole_file(ctx.rel)

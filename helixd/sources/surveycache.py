@@ -174,7 +174,7 @@ def _walk_and_keep(
     cache_file: Path,
     key: dict[str, Any],
 ) -> dict[str, Any]:
-    from helixd.adapters import REGISTRY
+    from helixd.adapters.registry import REGISTRY
     from helixd.sources.discover import Trace, agent_roots, survey
 
     recording = RecordingEnviron(environ)

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 from starlette.datastructures import QueryParams
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.core.when import HELP, BadTime, parse_when
 
 if TYPE_CHECKING:  # the query layer loads at the first request, not with the server

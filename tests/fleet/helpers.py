@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helixd.adapters import REGISTRY
+from helixd.adapters.registry import REGISTRY
 from helixd.fleet.target import Target
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
