@@ -145,7 +145,7 @@ def test_the_cost_figures_equal_the_facts(corpus_store: Path) -> None:
             (mq.Scope(since=first, until=mid + 3_600_000), 0),  # not whole days: buckets
             (mq.Scope(), 5_400),  # a zone of 1 h 30: its days from the buckets
         ):
-            doc = metrics.costs(con, sc, prices, "repo", "day", offset_s)
+            doc = metrics.costs(con, sc, prices, "repo", "day", offset_s, series=None)
             for name, key in (("by_agent", 2), ("by_repo", 3), ("by_model", 4)):
                 got = {k: (v["total"], v["cost_usd"]) for k, v in doc[name].items()}
                 want = _by(facts, key, prices, sc)
@@ -175,6 +175,56 @@ def test_the_cost_figures_equal_the_facts(corpus_store: Path) -> None:
             assert got_days.keys() == days.keys()
             for k, usd in days.items():
                 assert got_days[k] == pytest.approx(round(usd, 6), abs=2e-6)
+    finally:
+        con.close()
+
+
+def test_the_overview_reads_the_usage_once_and_gives_the_summary_as_summary_does(
+    corpus_store: Path,
+) -> None:
+    prices = bundled()[1]
+    con = open_reader(corpus_store)
+    try:
+        for sc in (mq.Scope(), mq.Scope(since=1, until=2**41)):
+            summary, usage = metrics.overview(con, sc, prices, 0)
+            assert summary == metrics.summary(con, sc, prices, 0) and summary["sessions"]
+            assert usage == metrics.usage_series(con, sc, prices, "agent", "day", 0)
+    finally:
+        con.close()
+
+
+def test_the_cost_chart_keeps_the_top_series_and_sums_the_rest_as_other(corpus_store: Path) -> None:
+    """``series=N``: the chart holds the N repos that cost most in the range, each day as with
+    every series, and one ``(other)`` series that is the sum of the rest, day by day; the
+    totals by repo still hold every repo; the top sessions, ranked by the store, are the
+    same at any N."""
+    prices = bundled()[1]
+    con = open_reader(corpus_store)
+    try:
+        full = metrics.costs(con, mq.Scope(), prices, "repo", "day", series=None)
+        repos = list(full["by_repo"])
+        assert len(repos) >= 3  # the corpus has enough repos to fold
+        kept = repos[:1]
+        doc = metrics.costs(con, mq.Scope(), prices, "repo", "day", series=1)
+        assert doc["by_repo"] == full["by_repo"] and doc["top_sessions"] == full["top_sessions"]
+        assert set(doc["over_time"]["keys"]) == {*kept, mq.OTHER}
+        assert [s["slot"] for s in doc["over_time"]["slots"]] == [
+            s["slot"] for s in full["over_time"]["slots"]
+        ]
+        for folded, whole in zip(
+            doc["over_time"]["slots"], full["over_time"]["slots"], strict=True
+        ):
+            rest = {k: v for k, v in whole["by"].items() if k not in kept}
+            for k in kept:
+                assert folded["by"].get(k) == whole["by"].get(k)
+            if rest:
+                other = folded["by"][mq.OTHER]
+                assert other["total"] == sum(v["total"] for v in rest.values())
+                assert other["cost_usd"] == pytest.approx(
+                    sum(v["cost_usd"] for v in rest.values()), abs=1e-5
+                )
+            else:
+                assert mq.OTHER not in folded["by"]
     finally:
         con.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.pricing import price_for
@@ -90,13 +91,21 @@ def rates(con: sqlite3.Connection, prices: Prices) -> dict[str, tuple[float, ...
 
 
 def _priced(
-    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, at: Rates, offset_s: int = 0
+    con: sqlite3.Connection,
+    sc: Scope,
+    group: str,
+    step_s: int | None,
+    at: Rates,
+    offset_s: int = 0,
+    keep: Sequence[str] | None = None,
+    top: int | None = None,
 ) -> list[tuple[Any, Any, list[Any]]]:
     """``(slot, key, [*_TOKEN_NAMES, usd])`` per slot and key, priced and summed by the
-    store."""
+    store (keys not in ``keep``, when given, summed under ``mq.OTHER``; with ``top``, only
+    the ``top`` that cost most, ranked as ``_ranked``)."""
     out = []
     for slot, key, i, o, cr, c5, c1, reasoning, responses, usd in mq.usage_priced(
-        con, sc, group, step_s, at, offset_s
+        con, sc, group, step_s, at, offset_s, keep, top=top
     ):
         i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
         vec = [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
@@ -112,13 +121,15 @@ def usage_series(
     step: str | None = "day",
     offset_s: int = 0,
     at: Rates | None = None,
+    keep: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
+    """Tokens and cost per time slot and per ``group`` (agent, repo, model or ''); with
+    ``keep``, the keys not in it summed as one, ``mq.OTHER``."""
     step_s = STEPS[step] if step else None
     slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
     totals: dict[str, list[Any]] = {}
     at = rates(con, prices) if at is None else at
-    for slot, key, vec in _priced(con, sc, group, step_s, at, offset_s):
+    for slot, key, vec in _priced(con, sc, group, step_s, at, offset_s, keep):
         k = str(key)
         slots[slot][k] = vec
         _add(totals, k, vec, vec[7])
@@ -139,13 +150,27 @@ def usage_series(
     }
 
 
-def summary(
+def overview(
     con: sqlite3.Connection, sc: Scope, prices: Prices, offset_s: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(summary, usage by agent per day)``: the overview page's two, the usage read once."""
+    usage = usage_series(con, sc, prices, "agent", "day", offset_s)
+    return summary(con, sc, prices, offset_s, usage), usage
+
+
+def summary(
+    con: sqlite3.Connection,
+    sc: Scope,
+    prices: Prices,
+    offset_s: int = 0,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The headline numbers of a time range: sessions, messages, agents, repos, active days,
-    tokens, cost, cache hits, and how tool calls, tests and edits went."""
+    tokens, cost, cache hits, and how tool calls, tests and edits went (``usage``: the
+    range's ``usage_series`` by agent per day, when the caller has it)."""
     sessions, messages, agents, repos, models = mq.session_totals(con, sc)
-    usage = usage_series(con, sc, prices, "agent", "day", offset_s)
+    if usage is None:
+        usage = usage_series(con, sc, prices, "agent", "day", offset_s)
     tok: dict[str, Any] = {}
     for v in usage["totals"].values():
         for k, n in v.items():
@@ -189,6 +214,9 @@ def tokens(
     return usage_series(con, sc, prices, group, step, offset_s)
 
 
+SERIES: Final = 10  # the series of a cost chart; the rest is summed as one
+
+
 def costs(
     con: sqlite3.Connection,
     sc: Scope,
@@ -197,23 +225,29 @@ def costs(
     step: str = "day",
     offset_s: int = 0,
     top: int = 10,
+    series: int | None = SERIES,
 ) -> dict[str, Any]:
     """Cost over time by ``group``, the totals by agent, repo and model, and the sessions
-    that cost most (each priced and summed by the store: only the answer's rows come back)."""
+    that cost most (each priced and summed by the store: only the answer's rows come back).
+    ``over_time`` holds the ``series`` keys that cost most in the range and the rest summed
+    as one, ``mq.OTHER`` (None: every key); the totals always hold every key."""
     from helixd.query.detail import session_cards
 
     at = rates(con, prices)
-    over_time = usage_series(con, sc, prices, group, step, offset_s, at)
     by: dict[str, dict[Any, list[Any]]] = {
         g: {str(k): vec for _slot, k, vec in _priced(con, sc, g, None, at)}
         for g in ("agent", "repo", "model")
     }
-    per_session = {int(k): vec for _slot, k, vec in _priced(con, sc, "session", None, at)}
+    ranked_keys = _ranked(by.get(group, {}))
+    keep = ranked_keys[:series] if series is not None and len(ranked_keys) > series else None
+    over_time = usage_series(con, sc, prices, group, step, offset_s, at, keep)
+    # the sessions that cost most, ranked by the store: only ``top`` rows come back
+    per_session = {int(k): vec for _slot, k, vec in _priced(con, sc, "session", None, at, top=top)}
 
     def ranked(d: dict[Any, list[Any]]) -> dict[Any, dict[str, Any]]:
         return {k: _doc(d[k]) for k in _ranked(d)}
 
-    top_ids = _ranked(per_session)[:top]
+    top_ids = list(per_session)
     cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
     total = sum(v[7] for v in by["agent"].values())
     days = len(over_time["slots"]) or 1

@@ -26,6 +26,7 @@ _USAGE_COLS: Final = ("slot", "input", "output", "cache_read", "cache_write_5m",
 _COUNTERS_AS: Final = ", ".join(f"sum({{p}}{c}) AS {c}" for c in _USAGE_COLS[1:])
 GROUPS: Final = ("", "agent", "repo", "model", "session")
 HOUR_MS: Final = 3_600_000
+OTHER: Final = "(other)"  # the key of the series folded beyond a chart's top N
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +127,21 @@ def usage_priced(
     step_s: int | None,
     rates: Rates,
     offset_s: int = 0,
+    keep: Sequence[str] | None = None,
+    other: str = OTHER,
+    top: int | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(slot, key, input, output, cache_read, cache_write_5m, cache_write_1h, reasoning,
     responses, usd)`` per time slot and ``group`` (as ``usage``, models summed): each
     row's dollars at ``rates`` (a model without one costs 0), summed by SQLite, so only the
-    answer's rows come back."""
+    answer's rows come back.  With ``keep``, every key not in it is summed under ``other``
+    (a chart's series beyond its top N, folded by the store).  With ``top``, only the ``top``
+    rows that cost most (then most tokens, then by key as text) come back, in that order."""
     table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
+    fold: list[Any] = []
+    if keep is not None:
+        key = f"CASE WHEN {key} IN ({','.join('?' * len(keep))}) THEN {key} ELSE ? END"
+        fold = [*keep, other]
     values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
     sums = ", ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:])
     sql = (
@@ -143,8 +153,13 @@ def usage_priced(
         f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY slot, k, 3) g"
         " LEFT JOIN p ON p.model = g.model GROUP BY g.slot, g.k"
     )
+    limit: list[Any] = []
+    if top is not None:
+        tokens = " + ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:6])
+        sql += f" ORDER BY 10 DESC, {tokens} DESC, CAST(g.k AS TEXT) LIMIT ?"
+        limit = [top]
     args = [v for m, r in rates.items() for v in (m, *r)]
-    return con.execute(sql, [*args, *params]).fetchall()
+    return con.execute(sql, [*args, *fold, *params, *limit]).fetchall()
 
 
 def usage_models(con: sqlite3.Connection) -> list[str]:

@@ -232,7 +232,10 @@ class Api:
         elif name == "tokens":
             doc = await self.reads.run(metrics.tokens, sc, self.table, group, step, off)
         elif name == "costs":
-            doc = await self.reads.run(metrics.costs, sc, self.table, group or "agent", step, off)
+            series = params.number(q, "series", metrics.SERIES, 0, 10_000) or None  # 0: all
+            doc = await self.reads.run(
+                metrics.costs, sc, self.table, group or "agent", step, off, 10, series
+            )
         elif name == "tools":
             doc = await self.reads.run(metrics.tools, sc, step, off)
         elif name == "files":

@@ -91,6 +91,11 @@ METRIC: Final = {
 def document() -> dict[str, Any]:
     step = _q("step", "Time slot", {"enum": ["hour", "day", "week"]})
     group = _q("group", "Split by", {"enum": ["", "agent", "repo", "model"]})
+    series = _q(
+        "series",
+        "over_time: the keys that cost most, the rest summed as '(other)' (default 10; 0: all)",
+        {"type": "integer"},
+    )
     paths: dict[str, Any] = {
         "/api/sessions": _get(
             "Sessions, newest first",
@@ -165,6 +170,8 @@ def document() -> dict[str, Any]:
         )
         if name in ("files", "tests"):
             extra += PAGE
+        if name == "costs":
+            extra.append(series)
         paths[f"/api/metrics/{name}"] = _get(summary, [*FILTERS, *extra], "see docs/web.md")
     return {
         "openapi": "3.1.0",

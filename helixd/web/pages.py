@@ -75,12 +75,11 @@ class Pages:
     async def overview(self, request: Request) -> Response:
         f = params.filters(request.query_params, default_range="30d")
         sc = f.scope()
-        summary = await self.reads.run(metrics.summary, sc, self.table, f.offset_s)
-        act = await self.reads.run(metrics.activity, sc, f.offset_s)
-        series = await self.reads.run(
-            metrics.usage_series, sc, self.table, "agent", "day", f.offset_s
+        (summary, series), act, recent = await self.reads.gather(
+            (metrics.overview, (sc, self.table, f.offset_s)),
+            (metrics.activity, (sc, f.offset_s)),
+            (sessions.list_sessions, (f.sessions(), self.table, 12, 0)),
         )
-        recent = await self.reads.run(sessions.list_sessions, f.sessions(), self.table, 12, 0)
         return await self.render(
             request,
             "overview.html",

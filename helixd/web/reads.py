@@ -48,6 +48,19 @@ class Reads:
 
         return await anyio.to_thread.run_sync(call, limiter=self.limiter)
 
+    async def gather(self, *calls: tuple[Callable[..., Any], tuple[Any, ...]]) -> list[Any]:
+        """Each ``(fn, args)`` as ``run`` does, at the same time (each its own worker thread
+        and connection; SQLite lets go of the GIL while it reads): their results in order."""
+        out: list[Any] = [None] * len(calls)
+
+        async def one(i: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+            out[i] = await self.run(fn, *args)
+
+        async with anyio.create_task_group() as tg:
+            for i, (fn, args) in enumerate(calls):
+                tg.start_soon(one, i, fn, args)
+        return out
+
     def close(self) -> None:
         with self._lock:
             for _, con in self._all:
