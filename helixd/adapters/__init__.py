@@ -19,6 +19,7 @@ from helixd.adapters import (
     copilot,
     crush,
     cursor_agent,
+    cursor_cli,
     cursor_ide,
     droid,
     gemini,
@@ -61,6 +62,7 @@ REGISTRY: Final[tuple[Adapter, ...]] = (
     kiro.ADAPTER,
     kiro_cli.ADAPTER,
     cursor_agent.ADAPTER,
+    cursor_cli.ADAPTER,
 )
 
 
