@@ -18,6 +18,7 @@ from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
 from tests.contract_helpers import FIXTURES, sample_bytes
 from tests.daemon_helpers import Helixd, wait_for
+from tests.secret_corpus import FAMILIES
 
 WORKSPACE = "3f2a9c0d51e84b6a9d7c2e1f0a4b8c6d"
 CHAT = "7c1e4f2a-9b3d-4e5f-8a6b-1c2d3e4f5a6b"
@@ -156,3 +157,23 @@ def test_daemon_watches_cursor_chats_and_the_wal(daemon: Helixd, home: Path) -> 
     new = "assistant_msg: Pushed."
     wait_for(lambda: new in _events(daemon.db, UID), 15, "the message written to the WAL")
     assert daemon.stop() == 0
+
+
+async def test_secrets_in_messages_and_tool_results_are_not_stored(tmp_path: Path) -> None:
+    root = tmp_path / "chats"
+    db = root / WORKSPACE / CHAT / "store.db"
+    db.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "cursor_cli" / REL, db)
+    texts = [text for text, _ in FAMILIES.values()]
+    needles = sorted({n for _, found in FAMILIES.values() for n in found})
+    for i, text in enumerate(texts):  # one user message and one tool result per family
+        _add_message(db, {"role": "user", "content": f"use this: {text}"})
+        result = {"type": "tool-result", "toolCallId": f"c{i}", "toolName": "Shell", "result": text}
+        _add_message(db, {"role": "tool", "content": [result]})
+    store_db = tmp_path / "h.db"
+    async with await Store.open(store_db) as store:
+        stats = await Ingestor(store).backfill(discover([(adapter_named("cursor_cli"), root)]))
+    assert stats.bad_lines == 0 and stats.events == 11 + 2 * len(texts)
+    assert stats.redactions >= len(texts)
+    blob = b"".join(p.read_bytes() for p in tmp_path.glob("h.db*"))
+    assert [n for n in needles if n.encode() in blob] == []
