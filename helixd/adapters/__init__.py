@@ -47,6 +47,7 @@ CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
     ("kiro", "kiro", "ADAPTER"),
     ("kiro_cli", "kiro_cli", "ADAPTER"),
     ("cursor_agent", "cursor_agent", "ADAPTER"),
+    ("cursor_cli", "cursor_cli", "ADAPTER"),
 )
 AGENT_NAMES: Final[tuple[str, ...]] = tuple(name for name, _, _ in CATALOGUE)
 _WHERE: Final = {name: (module, attribute) for name, module, attribute in CATALOGUE}

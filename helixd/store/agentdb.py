@@ -144,21 +144,25 @@ def rows(
     conn: sqlite3.Connection, table: str, where: str, order: str | None, since: Any
 ) -> Iterator[dict[str, Any]]:
     """The rows of ``table`` matching ``where`` (written by an adapter, never by input) in
-    ``(order, rowid)`` order from ``since`` on (None: all; ``order`` None: rowid order).  A
+    ``(order, rowid)`` order from ``since`` on (None: all; ``order`` None: rowid order;
+    ``order`` ``"rowid"``: the rowid is in each row, as the column ``rowid``).  A
     table or column this version of the agent does not have gives none."""
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row
     cond = f"({where})" if where else "1"
     name = _ident(table)
+    # ``SELECT *`` leaves the rowid out: a table watermarked by it gets it as a column
+    cols = 'rowid AS "rowid", *' if order == "rowid" else "*"
     try:
         if order is None:
             cur.execute(f"SELECT * FROM {name} WHERE {cond} ORDER BY rowid")
         elif since is None:
-            cur.execute(f"SELECT * FROM {name} WHERE {cond} ORDER BY {_ident(order)}, rowid")
+            cur.execute(f"SELECT {cols} FROM {name} WHERE {cond} ORDER BY {_ident(order)}, rowid")
         else:
             col = _ident(order)
             cur.execute(
-                f"SELECT * FROM {name} WHERE {cond} AND {col} >= ? ORDER BY {col}, rowid", (since,)
+                f"SELECT {cols} FROM {name} WHERE {cond} AND {col} >= ? ORDER BY {col}, rowid",
+                (since,),
             )
     except sqlite3.OperationalError:
         return
