@@ -8,6 +8,15 @@ Then each run replays the recorded groups into a fresh store, in the same order 
 grouping, and prints the store thread's CPU (``time.thread_time``) for the commits and its
 wall time; ``--max-cpu`` exits 1 above that many seconds (median of the runs).
 
+Two experiments measure what the "not done" items of issue 12 would save before anyone
+builds them (see docs/performance.md, fourth pass): ``--defer-fts memory`` holds every
+full-text entry back and writes them all in one transaction at the end (one bulk pass: the
+bound of what deferring can save), ``--defer-fts table`` the crash-safe form (each
+transaction writes its entries into a plain pending table, the bulk pass moves them into
+the index and empties it), and
+``--late-indexes`` drops the ``events`` secondary indexes before the replay and builds them
+after it.  Both costs (the bulk pass, the index build) are counted in the figure.
+
     .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
     .venv/bin/python bench/writer_sql.py /tmp/x/c200 --record /tmp/x/groups.pickle --runs 3
 """
@@ -54,7 +63,18 @@ async def record(home: Path, out: Path) -> None:
     print(f"recorded {len(groups)} group commits, {sum(map(len, groups))} batches -> {out}")
 
 
-async def replay(groups: list[list[Any]], pragmas: Sequence[str]) -> tuple[float, float, int]:
+_EVENT_INDEXES = {
+    "events_seq": "CREATE INDEX events_seq ON events (session_id, seq)",
+    "events_anchor": "CREATE INDEX events_anchor ON events (session_id, akey)",
+}
+
+
+async def replay(
+    groups: list[list[Any]],
+    pragmas: Sequence[str],
+    defer_fts: str | None = None,
+    late_indexes: bool = False,
+) -> tuple[float, float, int]:
     from helixd.store.database import Store, now_ms
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,10 +83,46 @@ async def replay(groups: list[list[Any]], pragmas: Sequence[str]) -> tuple[float
             for pragma in pragmas:  # an experiment: e.g. --pragma "wal_autocheckpoint = 0"
                 await store.run(writer.con.execute, f"PRAGMA {pragma}")
 
+            held: list[tuple[int, str]] = []
+            if defer_fts:  # the experiment: the writer's flush keeps the entries aside
+                search = writer.search
+                con = writer.con
+
+                def hold_back() -> None:
+                    if defer_fts == "table":
+                        con.executemany("INSERT INTO search_pending VALUES (?, ?)", search.pending)
+                    else:
+                        held.extend(search.pending)
+                    search.pending = []
+
+                search.flush = hold_back  # type: ignore[method-assign]
+
             def run_all() -> float:
+                if defer_fts == "table":  # (not counted: a migration would make it)
+                    con.execute("CREATE TABLE search_pending (id INTEGER PRIMARY KEY, text TEXT)")
                 start = time.thread_time()
+                if late_indexes:
+                    for name in _EVENT_INDEXES:
+                        writer.con.execute(f"DROP INDEX {name}")
                 for group in groups:
                     writer.commit_many(group, now_ms())
+                if defer_fts:  # the bulk pass
+                    writer.con.execute("BEGIN IMMEDIATE")
+                    if defer_fts == "table":
+                        writer.con.execute(
+                            "INSERT INTO search (rowid, text) SELECT id, text FROM search_pending"
+                        )
+                        writer.con.execute("DELETE FROM search_pending")
+                    else:
+                        writer.con.executemany(
+                            "INSERT INTO search (rowid, text) VALUES (?, ?)", held
+                        )
+                    writer.con.execute("COMMIT")
+                if late_indexes:
+                    writer.con.execute("BEGIN IMMEDIATE")
+                    for sql in _EVENT_INDEXES.values():
+                        writer.con.execute(sql)
+                    writer.con.execute("COMMIT")
                 # what is left in the WAL is copied at the close: part of the cost
                 writer.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 return time.thread_time() - start
@@ -85,6 +141,15 @@ def main() -> int:
     ap.add_argument("--again", action="store_true", help="record again even if the file exists")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pragma", action="append", default=[], help="PRAGMA to set first")
+    ap.add_argument(
+        "--defer-fts",
+        choices=("memory", "table"),
+        default=None,
+        help="experiment: one full-text pass at the end (entries held in memory / a table)",
+    )
+    ap.add_argument(
+        "--late-indexes", action="store_true", help="experiment: build events indexes after"
+    )
     ap.add_argument("--max-cpu", type=float, default=None, help="exit 1 above (median, s)")
     args = ap.parse_args()
     os.environ.setdefault("TZ", "UTC")
@@ -94,7 +159,9 @@ def main() -> int:
         groups = pickle.load(f)
     cpus = []
     for n in range(args.runs):
-        cpu, wall, size = asyncio.run(replay(groups, args.pragma))
+        cpu, wall, size = asyncio.run(
+            replay(groups, args.pragma, args.defer_fts, args.late_indexes)
+        )
         cpus.append(cpu)
         print(
             f"run {n + 1}: store thread {cpu:.2f} s CPU, {wall:.2f} s wall,"
