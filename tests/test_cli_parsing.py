@@ -120,3 +120,18 @@ def test_ctrl_c_says_aborted_without_a_traceback(helixctl: RunCli) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and err.decode() == "\nAborted!\n", err.decode()[-2000:]
+
+
+def test_a_commands_list_takes_values_after_its_options_as_click_did(tmp_path: Path) -> None:
+    """``hooks status claude --json codex``: argparse alone stops AGENT… at ``--json`` and
+    refused ``codex`` (review finding); the values after an option join the list."""
+    import json
+
+    result = CliRunner().invoke(
+        main, ["hooks", "status", "claude", "--json", "codex"], env={"HOME": str(tmp_path)}
+    )
+    assert result.exit_code == 0, result.output
+    assert {row["agent"] for row in json.loads(result.stdout)} == {"claude", "codex"}
+    bad = CliRunner().invoke(main, ["search", "x", "--bogus", "y"], env={"HOME": str(tmp_path)})
+    assert bad.exit_code == 2 and "unrecognized arguments: --bogus y" in bad.stderr
+    assert "usage: helixctl search" in bad.stderr  # the command's own usage line

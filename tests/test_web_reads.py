@@ -33,3 +33,25 @@ async def test_gather_runs_its_reads_at_the_same_time_in_order(tmp_path: Path) -
     assert [n for n, _ in out] == [10, 20, 30]
     assert all(v == out[0][1] for _, v in out)
     assert len({t for t, _ in seen}) == 3 and len({c for _, c in seen}) == 3
+
+
+async def test_a_failing_read_in_gather_raises_its_own_exception(tmp_path: Path) -> None:
+    """The web's handlers match errors by type (a missing store -> 503): ``gather`` raises
+    the read's own exception, not a group around it (review finding)."""
+    import pytest
+
+    store = await Store.open(tmp_path / "s.db")
+    await store.close()
+    reads = Reads(tmp_path / "s.db", threads=2)
+
+    def fails(con: sqlite3.Connection) -> None:
+        raise LookupError("no such session")
+
+    def fine(con: sqlite3.Connection) -> int:
+        return 1
+
+    try:
+        with pytest.raises(LookupError, match="no such session"):
+            await reads.gather((fails, ()), (fine, ()))
+    finally:
+        reads.close()

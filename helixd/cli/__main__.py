@@ -1,3 +1,5 @@
+import sys
+
 from helixd.cli.main import main
 
-main()
+sys.exit(main())

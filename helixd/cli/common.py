@@ -334,9 +334,9 @@ def check_agents(agents: tuple[str, ...] | list[str]) -> None:
     """Usage error naming the known agents when ``--agent`` names an unknown one."""
     if not agents:
         return
-    from helixd.adapters.registry import REGISTRY
+    from helixd.adapters import AGENT_NAMES  # the catalogue: no adapter module imported
 
-    known = {a.name for a in REGISTRY}
+    known = set(AGENT_NAMES)
     for name in agents:
         if name not in known:
             raise UsageError(

@@ -187,12 +187,32 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """Every parser of ``helixctl``: no abbreviated options (click took none)."""
+    """Every parser of ``helixctl``: no abbreviated options (click took none).  A command's
+    (leaf) parser also takes its list argument's values wherever they stand, as click did
+    (``search foo --fts bar``: argparse alone stops a ``*``/``+`` positional at the first
+    option), and names an unknown option with its own usage line."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(**kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        ns, extras = super().parse_known_args(args, namespace)
+        if self._subparsers is not None:  # not a command's own parser
+            return ns, extras
+        ns.command_parser = self
+        listed = [a for a in self._actions if not a.option_strings and a.nargs in ("*", "+")]
+        if extras and listed and not any(e.startswith("-") for e in extras):
+            action = listed[-1]
+            values = list(getattr(ns, action.dest) or ()) + list(self._get_values(action, extras))
+            setattr(ns, action.dest, values)
+            extras = []
+        if extras and "_ARGCOMPLETE" not in os.environ:  # argcomplete parses partial lines
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
 
 
 class _CommandParsers(dict[str, Any]):

@@ -210,7 +210,10 @@ class Pages:
     async def costs(self, request: Request) -> Response:
         f = params.filters(request.query_params)
         group = params.choice(request.query_params, "group", ("agent", "repo", "model"), "agent")
-        doc = await self.reads.run(metrics.costs, f.scope(), self.table, group, "day", f.offset_s)
+        # the chart colours SERIES - 1 keys and one for the rest: the store folds the rest
+        doc = await self.reads.run(
+            metrics.costs, f.scope(), self.table, group, "day", f.offset_s, series=charts.SERIES - 1
+        )
         f = f.with_(extra={"group": group} if group != "agent" else {})
         ot = doc["over_time"]
 

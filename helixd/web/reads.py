@@ -56,9 +56,12 @@ class Reads:
         async def one(i: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
             out[i] = await self.run(fn, *args)
 
-        async with anyio.create_task_group() as tg:
-            for i, (fn, args) in enumerate(calls):
-                tg.start_soon(one, i, fn, args)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, (fn, args) in enumerate(calls):
+                    tg.start_soon(one, i, fn, args)
+        except BaseExceptionGroup as group:  # the handlers match by type (NoStore -> 503)
+            raise group.exceptions[0] from group
         return out
 
     def close(self) -> None:
