@@ -211,3 +211,38 @@ def test_a_long_session_comes_a_page_at_a_time(served: Served) -> None:
     status, _, html = served.request(f"/sessions/{u(big['uid'])}")
     shown = html.count(b'<section class="ev ')
     assert status == 200 and 30 < shown <= pages.PAGE_EVENTS == 50, shown  # results fold in
+
+
+def test_a_page_without_a_store_says_so_with_503(tmp_path: object) -> None:
+    """No store yet (or removed under a running daemon): a page answers 503 with its error
+    page, as the API does, not a 500 from the error page reading the store again."""
+    import asyncio
+    import http.client
+    import threading
+    from pathlib import Path
+
+    import uvicorn
+
+    app, _, reads = build_app(
+        WebOptions(store_db=Path(str(tmp_path)) / "none.db", token_path=Path(str(tmp_path)) / "t")
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        for path, kind in (("/", "text/html"), ("/sessions", "text/html"), ("/api/sessions", "")):
+            con = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            con.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
+            answer = con.getresponse()
+            body = answer.read()
+            con.close()
+            assert answer.status == 503, (path, answer.status, body[:200])
+            assert answer.getheader("content-type", "").startswith(kind or "application/")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        reads.close()

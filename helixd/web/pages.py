@@ -56,7 +56,7 @@ class Pages:
             "view": view,
             "views": VIEWS,
             "f": f,
-            "choices": await self._choices_now(),
+            "choices": ctx.pop("choices") if "choices" in ctx else await self._choices_now(),
             "ranges": list(params.RANGES),
             "token": self.token,
             "version": __version__,
@@ -69,7 +69,15 @@ class Pages:
         return HTMLResponse(html, status_code=status)
 
     async def error(self, request: Request, status: int, message: str) -> Response:
-        return await self.render(request, "error.html", "", status, message=message)
+        """The error page; it renders without the store (the filter menus' choices are read
+        from it, and a missing store is one of the errors it shows)."""
+        try:
+            choices = await self._choices_now()
+        except Exception:
+            choices = {}
+        return await self.render(
+            request, "error.html", "", status, message=message, choices=choices
+        )
 
     # -- views ---------------------------------------------------------------------------
     async def overview(self, request: Request) -> Response:
