@@ -86,7 +86,9 @@ class LockHolder:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("BEGIN EXCLUSIVE;\nSELECT 'held';\n")
+        # wait out the daemon's own short writes (without a busy timeout, BEGIN EXCLUSIVE
+        # failed when it met one, and the test went on with no lock held)
+        self.proc.stdin.write(".timeout 20000\nBEGIN EXCLUSIVE;\nSELECT 'held';\n")
         self.proc.stdin.flush()
         assert self.proc.stdout.readline().strip() == "held"
 
@@ -117,7 +119,9 @@ for line in sys.stdin:
     line = line.strip()
     if line == ".quit":
         break
-    if line:
+    if line.startswith(".timeout"):
+        con.execute(f"PRAGMA busy_timeout = {int(line.split()[1])}")
+    elif line:
         for row in con.execute(line.rstrip(";")).fetchall():
             print("|".join(map(str, row)), flush=True)
 """
