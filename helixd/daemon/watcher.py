@@ -11,10 +11,14 @@ its cursor.  Rules (``../shared/notes/ecosystem.md`` §7.2):
 * a project directory (an agent keeping its files in each project: ``Gate.watches``) is
   watched non-recursively, with the directories holding the agent's files; a change of a
   database's ``-wal`` file names the database;
-* handlers run on the observer thread and cross into asyncio only through
-  ``loop.call_soon_threadsafe``, once per burst of events (``_Handler``), and only for
-  creations, modifications, deletions and moves (``EVENTS``, also the inotify mask:
-  opening and closing a file, the daemon's own reads included, wakes nothing);
+* on Linux, watchdog's inotify layer read by one thread (``helixd.daemon.inotify``): all
+  the events pending are read at once, turned into a set of paths, and handed to the loop
+  with one ``loop.call_soon_threadsafe`` per read (none while a wake-up is pending);
+  elsewhere watchdog's observer, whose handler (``_Handler``) wakes the loop once per burst
+  of events.  Only creations, modifications, deletions and moves are listened to (the
+  inotify mask: opening and closing a file, the daemon's own reads included, wakes
+  nothing);
+* an overflow of the kernel's event queue (events lost) queues the reconcile scan;
 * a directory created inside a root is scanned at once (files written by ``mkdir -p``
   before the new watch existed are otherwise missed);
 * a watch that cannot be added (inotify watch or instance limit) is logged once and the
@@ -44,6 +48,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from helixd.daemon import inotify
 from helixd.sources.gate import Gate
 
 log = structlog.get_logger("helixd.watcher")
@@ -105,7 +110,8 @@ class _Handler(FileSystemEventHandler):
 
 
 class Watcher:
-    """Keeps watchdog watches on the roots and forwards events to ``on_path``/``on_dir``."""
+    """Keeps watches on the roots and forwards events to ``on_path``/``on_dir``;
+    ``on_root_change`` when a waited-for root appears or events were lost (overflow)."""
 
     def __init__(
         self,
@@ -113,24 +119,53 @@ class Watcher:
         on_path: Callable[[str], None],
         on_dir: Callable[[str], None],
         on_root_change: Callable[[], None],
+        *,
+        native: bool = inotify.AVAILABLE,
     ) -> None:
         self.index = index
         self.on_path = on_path
         self.on_dir = on_dir
         self.on_root_change = on_root_change
+        self.native = native  # watchdog's inotify layer read here, else watchdog's observer
         self.observer: Any = None
+        self.inotify: Any = None  # inotify.InotifyWatches
         self.watched: dict[str, bool] = {}  # path -> recursive
         self.failed: set[str] = set()
         self.waiting: set[str] = set()  # roots that do not exist yet
+        self.overflows = 0
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.observer = Observer()
-        self._handler = _Handler(loop, self._event)
+        if self.native:
+            self.inotify = inotify.InotifyWatches(loop, self._changes)
+        else:
+            self.observer = Observer()
+            self._handler = _Handler(loop, self._event)
         self._schedule()
-        self.observer.start()
+        if self.observer is not None:
+            self.observer.start()
+
+    @property
+    def wakeups(self) -> int:
+        """How many times the loop was woken with events (tests, status)."""
+        if self.inotify is not None:
+            return int(self.inotify.batches.wakeups)
+        handler = getattr(self, "_handler", None)
+        return handler.wakeups if handler is not None else 0
+
+    def _changes(self, changes: list[inotify.Change], overflowed: bool) -> None:
+        """(on the loop) One batch from the inotify reader."""
+        if overflowed:
+            self.overflows += 1
+            log.warning("inotify_overflow_rescan", overflows=self.overflows)
+            self.on_root_change()
+        for path, is_dir, kind in changes:
+            self._event(path, is_dir, kind)
 
     def _schedule(self) -> None:
-        self.observer.unschedule_all()
+        if self.inotify is not None:
+            self.inotify.unwatch_all()
+        else:
+            self.observer.unschedule_all()
         self.watched.clear()
         self.waiting.clear()
         for root, recursive in self.index.watches():
@@ -150,7 +185,12 @@ class Watcher:
 
     def _watch(self, path: str, recursive: bool) -> None:
         try:
-            self.observer.schedule(self._handler, path, recursive=recursive, event_filter=EVENTS)
+            if self.inotify is not None:
+                self.inotify.watch(path, recursive)
+            else:
+                self.observer.schedule(
+                    self._handler, path, recursive=recursive, event_filter=EVENTS
+                )
             self.watched[path] = recursive
         except OSError as exc:
             if path not in self.failed:
@@ -159,7 +199,7 @@ class Watcher:
 
     def refresh(self) -> None:
         """Rebuild the watches (a root appeared, or the configuration changed)."""
-        if self.observer is not None:
+        if self.observer is not None or self.inotify is not None:
             self._schedule()
 
     def _event(self, path: str, is_dir: bool, kind: str) -> None:
@@ -188,6 +228,9 @@ class Watcher:
         return False
 
     def stop(self) -> None:
+        if self.inotify is not None:
+            self.inotify.stop()
+            self.inotify = None
         if self.observer is not None:
             self.observer.stop()
             self.observer.join(timeout=5)
