@@ -66,6 +66,7 @@ def start(home: Path, db: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "helixd.daemon.app"],
         env=env,
+        cwd=REPO,  # ``-m`` puts the working directory first: run this copy's code, not cwd's
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -304,7 +305,7 @@ def load(tmp: Path, nfiles: int, rate: float, seconds: float, target_ms: float) 
         cli = [sys.executable, "-m", "helixd.cli.main"]
         while not stop.is_set():
             for cmd in (["search", "bench"], ["report", "daily"]):
-                subprocess.run([*cli, *cmd], env=env, capture_output=True, check=False)
+                subprocess.run([*cli, *cmd], env=env, cwd=REPO, capture_output=True, check=False)
 
     cpu0 = cpu_seconds(proc.pid)
     threads = [threading.Thread(target=t, daemon=True) for t in (poller, readers)]
