@@ -6,8 +6,10 @@ a partial last line left for later; and a small read never starts a process."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
+import pytest
 import zstandard
 
 from helixd.adapters import Chunk, FileContext, claude
@@ -47,15 +49,42 @@ def make_home(home: Path) -> list[bytes]:
     return [n.encode() for n in needles]
 
 
+NOW = now_ms()
+
+
 async def ingest(db: Path, home: Path, **kw: int) -> tuple[Ingestor, IngestStats]:
+    """A backfill, then the digests, built by the parse workers when it started any (as
+    ``helixctl ingest`` does)."""
     async with await Store.open(db) as store:
-        ingestor = Ingestor(store, **kw)
-        stats = await ingestor.backfill(discover([(claude.ADAPTER, home / ".claude/projects")]))
-        await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
+        ingestor = Ingestor(store, keep_pool=True, **kw)
+        try:
+            stats = await ingestor.backfill(discover([(claude.ADAPTER, home / ".claude/projects")]))
+            ids = await store.session_ids_changed_since_analysis()
+            builder = ingestor.digest_builder(db)
+            await digest.analyze(store, ids, NOW, builder=builder)
+        finally:
+            await ingestor.close()
+        assert await store.session_ids_changed_since_analysis() == []
     return ingestor, stats
 
 
-async def test_worker_processes_store_what_inline_parsing_stores(tmp_path: Path) -> None:
+def digests(db: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Each session's digest (provisional, schema version, JSON), by session uid."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT s.uid, d.provisional, d.schema_version, d.json FROM digests d"
+            " JOIN sessions s ON s.id = d.session_id"
+        )
+        return {uid: (prov, version, bytes(js)) for uid, prov, version, js in rows}
+    finally:
+        con.close()
+
+
+async def test_worker_processes_store_what_inline_parsing_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 2)
     home = tmp_path / "home"
     needles = make_home(home)
     chunk = 16 << 10  # many pieces per file: the state travels with the file's pieces
@@ -65,6 +94,12 @@ async def test_worker_processes_store_what_inline_parsing_stores(tmp_path: Path)
     )
     assert inline.pieces_to_workers == 0
     assert pooled.pieces_to_workers > 20
+    # the digests: built here after the inline ingest, by the workers after the pooled one
+    # (in parts of 2 sessions: parts built while others are saved), byte for byte the same
+    assert inline.digest_parts_to_workers == 0
+    assert pooled.digest_parts_to_workers >= 3
+    built = digests(tmp_path / "pool.db")
+    assert len(built) >= 5 and built == digests(tmp_path / "inline.db")
     timing = {"seconds": 0, "mb_per_s": 0}
     assert pooled_stats.as_dict() | timing == inline_stats.as_dict() | timing
     assert pooled_stats.redactions >= 1 and pooled_stats.events > 900

@@ -20,8 +20,10 @@ themselves (with their event pointers) are saved beside the digest (``helixd.cor
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.adapters import adapter_named
@@ -343,6 +345,36 @@ def commits(sig: Signals) -> list[dict[str, Any]]:
     return found
 
 
+Built = tuple[int, dict[str, Any], bool, Signals]  # (session id, digest, provisional, signals)
+# ``builder(ids, now, idle_ms, table)``: ``(read_at, built)`` for the sessions, built elsewhere
+# (``ParsePool.build_digests``: a parse worker reads the facts and builds)
+Builder = Callable[[Sequence[int], int, int, "PriceTable"], Awaitable[tuple[int, list[Built]]]]
+PIPELINE_BATCH: Final = 100  # sessions per part when a builder is given (parts overlap)
+
+
+def build_all(
+    facts: dict[int, dict[str, Any]], now: int, idle_ms: int, table: PriceTable
+) -> list[Built]:
+    """The digests and signals of the sessions whose facts are given (pure)."""
+    saved = []
+    for sid, f in facts.items():
+        sig = extract(f["signal_rows"])
+        d = build(f, now, idle_ms, table, sig)
+        saved.append((sid, d, d["provisional"], sig))
+    return saved
+
+
+def build_from(
+    db: str, ids: Sequence[int], now: int, idle_ms: int, table: PriceTable
+) -> tuple[int, list[Built]]:
+    """(in a parse worker) Read the sessions' facts from the store file, read-only, and
+    build their digests: the whole of a digest but its save, off the ingesting process."""
+    from helixd.store.facts import read_digest_facts
+
+    read_at, facts = read_digest_facts(db, ids)
+    return read_at, build_all(facts, now, idle_ms, table)
+
+
 async def analyze(
     store: Store,
     session_ids: Iterable[int],
@@ -350,15 +382,23 @@ async def analyze(
     idle_ms: int = IDLE_CLOSE_MS,
     table: PriceTable | None = None,
     naming: Naming | None = None,
+    builder: Builder | None = None,
 ) -> int:
     """Rebuild and save the digests and signals of ``session_ids``, with each session's
     repo, domain and task reference resolved first (``helixd.ingest.attribution``);
-    returns how many."""
+    returns how many.
+
+    With a ``builder`` (after a backfill: the parse workers, warm and otherwise idle), the
+    facts are read and the digests built there, part by part, while this process resolves
+    the next part's projects and saves the part before: the digests' pure work and their
+    scan of the events leave the ingesting process (issue 12)."""
     from helixd.ingest.attribution import resolve_projects, with_task_refs
 
     ids = list(session_ids)
     table = table or prices()
     naming = naming or Naming()
+    if builder is not None:
+        return await _pipelined(store, ids, now, idle_ms, table, naming, builder)
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
         projects = await resolve_projects(store, part, naming)
@@ -367,11 +407,42 @@ async def analyze(
         # committed within the same millisecond after the read waits for the next change)
         read_at = int(time.time() * 1000)
         facts = await store.digest_facts(part)
-        saved = []
-        for sid, f in facts.items():
-            sig = extract(f["signal_rows"])
-            d = build(f, now, idle_ms, table, sig)
-            saved.append((sid, d, d["provisional"], sig))
+        saved = build_all(facts, now, idle_ms, table)
         await store.save_attribution(with_task_refs(projects, saved, naming))
         await store.save_digests(saved, SCHEMA_VERSION, read_at)
+    return len(ids)
+
+
+async def _pipelined(
+    store: Store,
+    ids: list[int],
+    now: int,
+    idle_ms: int,
+    table: PriceTable,
+    naming: Naming,
+    builder: Builder,
+) -> int:
+    """``analyze`` with the building elsewhere: part *i* is built while part *i + 1*'s
+    projects are resolved and saved (the builder reads them) and part *i − 1* is saved.
+    Each part keeps the instant its facts were read (``analyzed_at``), as above."""
+    from helixd.ingest.attribution import resolve_projects, with_task_refs
+
+    async def save(projects: dict[int, Any], built: Awaitable[tuple[int, list[Built]]]) -> None:
+        read_at, saved = await built
+        await store.save_attribution(with_task_refs(projects, saved, naming))
+        await store.save_digests(saved, SCHEMA_VERSION, read_at)
+
+    pending: deque[tuple[dict[int, Any], asyncio.Future[tuple[int, list[Built]]]]] = deque()
+    try:
+        for i in range(0, len(ids), PIPELINE_BATCH):
+            part = ids[i : i + PIPELINE_BATCH]
+            projects = await resolve_projects(store, part, naming)
+            pending.append((projects, asyncio.ensure_future(builder(part, now, idle_ms, table))))
+            if len(pending) > 1:
+                await save(*pending.popleft())
+        while pending:
+            await save(*pending.popleft())
+    finally:
+        for _, built in pending:  # failed midway: nothing waits for the rest
+            built.cancel()
     return len(ids)
