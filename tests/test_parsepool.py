@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -15,7 +17,7 @@ import zstandard
 from helixd.adapters import Chunk, FileContext, claude
 from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
-from helixd.ingest.parsepool import PieceJob, parse_piece
+from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store, now_ms
 from helixd.store.writer import compress_raw, prepare_event
@@ -60,8 +62,9 @@ async def ingest(db: Path, home: Path, **kw: int) -> tuple[Ingestor, IngestStats
         try:
             stats = await ingestor.backfill(discover([(claude.ADAPTER, home / ".claude/projects")]))
             ids = await store.session_ids_changed_since_analysis()
-            builder = ingestor.digest_builder(db)
-            await digest.analyze(store, ids, NOW, builder=builder)
+            table = digest.prices()
+            builder = ingestor.digest_builder(db, table)
+            await digest.analyze(store, ids, NOW, table=table, builder=builder)
         finally:
             await ingestor.close()
         assert await store.session_ids_changed_since_analysis() == []
@@ -95,9 +98,10 @@ async def test_worker_processes_store_what_inline_parsing_stores(
     assert inline.pieces_to_workers == 0
     assert pooled.pieces_to_workers > 20
     # the digests: built here after the inline ingest, by the workers after the pooled one
-    # (in parts of 2 sessions: parts built while others are saved), byte for byte the same
+    # (in parts of 2 sessions, every other one: the rest built here meanwhile), byte for byte
+    # the same
     assert inline.digest_parts_to_workers == 0
-    assert pooled.digest_parts_to_workers >= 3
+    assert pooled.digest_parts_to_workers >= 2  # and as many built here
     built = digests(tmp_path / "pool.db")
     assert len(built) >= 5 and built == digests(tmp_path / "inline.db")
     timing = {"seconds": 0, "mb_per_s": 0}
@@ -149,3 +153,42 @@ def test_a_worker_sends_the_consumed_bytes_compressed(tmp_path: Path) -> None:
     assert done.raw_z == compress_raw(whole)
     empty = parse_piece(PieceJob(3, "claude", record(1)[:-5], 0, False, ctx, {}))
     assert empty.parsed.consumed == 0 and empty.raw_z is None
+
+
+def test_a_price_table_that_cannot_be_sent_leaves_the_digests_to_this_process() -> None:
+    pool = ParsePool(1)  # no process starts before a job is submitted
+    try:
+        assert pool.digest_builder("/nowhere.db", ("odd", {"m": lambda: 0})) is None  # type: ignore[dict-item]
+        assert pool.digest_builder("/nowhere.db", digest.prices()) is not None
+        assert pool.digest_parts == 0
+    finally:
+        pool.close()
+
+
+async def test_parts_the_builder_fails_to_build_are_built_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker gone midway (the builder's part fails): that part is read and built in this
+    process; every digest is saved, the same as a plain analyze saves."""
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    home = tmp_path / "home"
+    make_home(home)
+    await ingest(tmp_path / "plain.db", home, workers=0)
+    db = tmp_path / "failing.db"
+    calls = []
+
+    async def builder(ids: Sequence[int], now: int, idle_ms: int) -> tuple[int, list[Any]]:
+        calls.append(list(ids))
+        if len(calls) % 2:
+            raise RuntimeError("worker gone")
+        return digest.build_from(str(db), ids, now, idle_ms, 1, digest.prices())
+
+    async with await Store.open(db) as store:
+        await Ingestor(store, workers=0).backfill(
+            discover([(claude.ADAPTER, home / ".claude/projects")])
+        )
+        ids = await store.session_ids_changed_since_analysis()
+        assert await digest.analyze(store, ids, NOW, builder=builder) == len(ids)
+        assert await store.session_ids_changed_since_analysis() == []
+    assert len(calls) >= 3  # every other part: some failed, some built by the builder
+    assert digests(db) == digests(tmp_path / "plain.db")

@@ -123,7 +123,7 @@ async def _ingest(
                 now_ms(),
                 table=table,
                 naming=naming(settings),
-                builder=ingestor.digest_builder(settings.store.db),
+                builder=ingestor.digest_builder(settings.store.db, table),
             )
         finally:
             await ingestor.close()

@@ -346,9 +346,9 @@ def commits(sig: Signals) -> list[dict[str, Any]]:
 
 
 Built = tuple[int, dict[str, Any], bool, Signals]  # (session id, digest, provisional, signals)
-# ``builder(ids, now, idle_ms, table)``: ``(read_at, built)`` for the sessions, built elsewhere
-# (``ParsePool.build_digests``: a parse worker reads the facts and builds)
-Builder = Callable[[Sequence[int], int, int, "PriceTable"], Awaitable[tuple[int, list[Built]]]]
+# ``builder(ids, now, idle_ms)``: ``(read_at, built)`` for the sessions, built elsewhere with
+# the same price table (``ParsePool.digest_builder``: a parse worker reads the facts, builds)
+Builder = Callable[[Sequence[int], int, int], Awaitable[tuple[int, list[Built]]]]
 PIPELINE_BATCH: Final = 100  # sessions per part when a builder is given (parts overlap)
 
 
@@ -364,15 +364,21 @@ def build_all(
     return saved
 
 
+_TABLES: dict[int, PriceTable] = {}  # in a parse worker: the tables sent, by their key
+
+
 def build_from(
-    db: str, ids: Sequence[int], now: int, idle_ms: int, table: PriceTable
+    db: str, ids: Sequence[int], now: int, idle_ms: int, key: int, table: PriceTable | None
 ) -> tuple[int, list[Built]]:
     """(in a parse worker) Read the sessions' facts from the store file, read-only, and
-    build their digests: the whole of a digest but its save, off the ingesting process."""
+    build their digests: the whole of a digest but its save, off the ingesting process.
+    ``table`` comes with a worker's first part and is kept under ``key`` for the next."""
     from helixd.store.facts import read_digest_facts
 
+    if table is not None:
+        _TABLES[key] = table
     read_at, facts = read_digest_facts(db, ids)
-    return read_at, build_all(facts, now, idle_ms, table)
+    return read_at, build_all(facts, now, idle_ms, _TABLES[key])
 
 
 async def analyze(
@@ -388,7 +394,8 @@ async def analyze(
     repo, domain and task reference resolved first (``helixd.ingest.attribution``);
     returns how many.
 
-    With a ``builder`` (after a backfill: the parse workers, warm and otherwise idle), the
+    With a ``builder`` (after a backfill: the parse workers, warm and otherwise idle; made
+    with this ``table``), the
     facts are read and the digests built there, part by part, while this process resolves
     the next part's projects and saves the part before: the digests' pure work and their
     scan of the events leave the ingesting process (issue 12)."""
@@ -422,27 +429,52 @@ async def _pipelined(
     naming: Naming,
     builder: Builder,
 ) -> int:
-    """``analyze`` with the building elsewhere: part *i* is built while part *i + 1*'s
-    projects are resolved and saved (the builder reads them) and part *i − 1* is saved.
-    Each part keeps the instant its facts were read (``analyzed_at``), as above."""
+    """``analyze`` with half the parts built elsewhere: part *i* goes to the builder while
+    part *i + 1* is read and built here (the two cores busy), then each is saved while the
+    next pair's builder part is being built.  A part's projects are saved before it is read
+    (the builder reads them from the store); each part keeps the instant its facts were read
+    (``analyzed_at``), as above."""
     from helixd.ingest.attribution import resolve_projects, with_task_refs
 
-    async def save(projects: dict[int, Any], built: Awaitable[tuple[int, list[Built]]]) -> None:
-        read_at, saved = await built
+    async def here(part: list[int]) -> tuple[int, list[Built]]:
+        read_at = int(time.time() * 1000)
+        facts = await store.digest_facts(part)
+        return read_at, build_all(facts, now, idle_ms, table)
+
+    async def save(
+        part: list[int], projects: dict[int, Any], built: Awaitable[tuple[int, list[Built]]]
+    ) -> None:
+        try:
+            read_at, saved = await built
+        except Exception as exc:  # a worker gone or failing: this part is built here
+            import structlog  # (not at the top: the read commands import this module)
+
+            structlog.get_logger("helixd.digest").warning(
+                "digest_builder_failed", sessions=len(part), error=repr(exc)
+            )
+            read_at, saved = await here(part)
         await store.save_attribution(with_task_refs(projects, saved, naming))
         await store.save_digests(saved, SCHEMA_VERSION, read_at)
 
-    pending: deque[tuple[dict[int, Any], asyncio.Future[tuple[int, list[Built]]]]] = deque()
+    loop = asyncio.get_running_loop()
+    Pending = tuple[list[int], dict[int, Any], asyncio.Future[tuple[int, list[Built]]]]
+    pending: deque[Pending] = deque()
     try:
-        for i in range(0, len(ids), PIPELINE_BATCH):
+        for n, i in enumerate(range(0, len(ids), PIPELINE_BATCH)):
             part = ids[i : i + PIPELINE_BATCH]
             projects = await resolve_projects(store, part, naming)
-            pending.append((projects, asyncio.ensure_future(builder(part, now, idle_ms, table))))
-            if len(pending) > 1:
+            built: asyncio.Future[tuple[int, list[Built]]]
+            if n % 2 == 0:
+                built = asyncio.ensure_future(builder(part, now, idle_ms))
+            else:  # this one here, while the builder works on the one before
+                built = loop.create_future()
+                built.set_result(await here(part))
+            pending.append((part, projects, built))
+            while len(pending) > 1:
                 await save(*pending.popleft())
         while pending:
             await save(*pending.popleft())
     finally:
-        for _, built in pending:  # failed midway: nothing waits for the rest
-            built.cancel()
+        for _, _, unsaved in pending:  # failed midway: nothing waits for the rest
+            unsaved.cancel()
     return len(ids)

@@ -29,6 +29,7 @@ import asyncio
 import multiprocessing
 import operator
 import os
+import pickle
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
@@ -133,20 +134,33 @@ class ParsePool:
         self.next_token = 0
         self.digest_parts = 0  # parts of the digests built here (``digest_builder``)
 
-    def digest_builder(self, db: str) -> Builder:
+    def digest_builder(self, db: str, table: PriceTable) -> Builder | None:
         """Digests built by the workers (``helixd.ingest.digest.build_from``: each reads the
-        facts from the store file ``db``, read-only, and builds), one part after another
-        round the workers: the backfill is over and they are warm and idle.  (Imported
-        here: a worker that only parses never loads the digest code.)"""
+        facts from the store file ``db``, read-only, and builds, priced by ``table``), one
+        part after another round the workers: the backfill is over and they are warm and
+        idle.  The table travels once to each worker.  ``None`` when it cannot be sent (a
+        price layer that does not pickle): the digests are then built in this process.
+        (Imported here: a worker that only parses never loads the digest code.)"""
         from helixd.ingest.digest import build_from
 
+        try:
+            pickle.dumps(table, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return None
+        key = id(table)
+        sent: set[int] = set()
+
         def build(
-            ids: Sequence[int], now: int, idle_ms: int, table: PriceTable
+            ids: Sequence[int], now: int, idle_ms: int
         ) -> asyncio.Future[tuple[int, list[Built]]]:
-            executor = self.executors[self.digest_parts % len(self.executors)]
+            n = self.digest_parts % len(self.executors)
             self.digest_parts += 1
+            first = n not in sent
+            sent.add(n)
             return asyncio.wrap_future(
-                executor.submit(build_from, db, list(ids), now, idle_ms, table)
+                self.executors[n].submit(
+                    build_from, db, list(ids), now, idle_ms, key, table if first else None
+                )
             )
 
         return build

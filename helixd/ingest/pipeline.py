@@ -60,6 +60,7 @@ from helixd.store import agentdb
 from helixd.store.database import Batch, Store
 
 if TYPE_CHECKING:
+    from helixd.core.pricing import PriceTable
     from helixd.ingest.digest import Builder
 
 __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
@@ -322,10 +323,11 @@ class Ingestor:
         self.pool: ParsePool | None = None
         self.digest_parts_to_workers = 0  # parts of the digests the kept workers built
 
-    def digest_builder(self, db: Path) -> Builder | None:
-        """The kept parse workers as the digests' builder (``digest.analyze``), ``None``
-        when the backfill started none (a small backlog: the digests are built here)."""
-        return None if self.pool is None else self.pool.digest_builder(str(db))
+    def digest_builder(self, db: Path, table: PriceTable) -> Builder | None:
+        """The kept parse workers as the digests' builder (``digest.analyze`` with the same
+        ``table``), ``None`` when the backfill started none (a small backlog) or the table
+        cannot be sent: the digests are then built here."""
+        return None if self.pool is None else self.pool.digest_builder(str(db), table)
 
     async def close(self) -> None:
         """End the parse workers kept after a backfill (``keep_pool``)."""
