@@ -395,10 +395,9 @@ async def analyze(
     returns how many.
 
     With a ``builder`` (after a backfill: the parse workers, warm and otherwise idle; made
-    with this ``table``), the
-    facts are read and the digests built there, part by part, while this process resolves
-    the next part's projects and saves the part before: the digests' pure work and their
-    scan of the events leave the ingesting process (issue 12)."""
+    with this ``table``), every other part of ``PIPELINE_BATCH`` sessions is read and built
+    there while this process reads and builds the next and saves them all: the digest
+    phase runs on two cores instead of one (issue 12)."""
     from helixd.ingest.attribution import resolve_projects, with_task_refs
 
     ids = list(session_ids)

@@ -132,7 +132,7 @@ class ParsePool:
             ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(max(1, workers))
         ]
         self.next_token = 0
-        self.digest_parts = 0  # parts of the digests built here (``digest_builder``)
+        self.digest_parts = 0  # parts of the digests sent to the workers (``digest_builder``)
 
     def digest_builder(self, db: str, table: PriceTable) -> Builder | None:
         """Digests built by the workers (``helixd.ingest.digest.build_from``: each reads the
