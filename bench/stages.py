@@ -143,10 +143,14 @@ def main() -> int:
     t0 = time.perf_counter()
     argv = ["ingest", "--json"] + ([] if args.evict else ["--no-evict"])
     try:
-        helixctl.main(argv, standalone_mode=False)
+        rc = helixctl(argv)  # (argparse since the CLI moved off click; ``.main`` is gone)
     except SystemExit as exc:
         if exc.code:
             raise
+    else:
+        if rc:
+            print(f"helixctl ingest failed ({rc})", file=sys.stderr)
+            return rc
     wall = time.perf_counter() - t0
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -15,6 +15,7 @@ everything, and the label says so.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -93,18 +94,25 @@ def genai_prices_layer(today: str, cache: Path) -> Layer | None:
     except Exception:  # data this code cannot read: the bundled table prices everything
         return None
     _publish(where, index, models)
-    return genai_layer(json.dumps(index).encode(), today, lambda p: models.get(p, []))
+    return genai_layer(json.dumps(index).encode(), today, functools.partial(_models_in, models))
 
 
 def _layer(where: Path, index: bytes, today: str) -> Layer:
-    def models_of(provider: str) -> list[Any]:
-        try:
-            found: list[Any] = json.loads((where / f"{provider}.json").read_bytes())
-        except (OSError, ValueError):
-            return []
-        return found
+    return genai_layer(index, today, functools.partial(_models_read, where))
 
-    return genai_layer(index, today, models_of)
+
+# The layers' model readers are module functions, not closures: a price table can then be
+# pickled (``helixctl ingest`` sends it to the parse workers that build the digests).
+def _models_in(models: dict[str, list[Any]], provider: str) -> list[Any]:
+    return models.get(provider, [])
+
+
+def _models_read(where: Path, provider: str) -> list[Any]:
+    try:
+        found: list[Any] = json.loads((where / f"{provider}.json").read_bytes())
+    except (OSError, ValueError):
+        return []
+    return found
 
 
 def _publish(where: Path, index: dict[str, Any], models: dict[str, list[Any]]) -> None:

@@ -6,14 +6,18 @@ a partial last line left for later; and a small read never starts a process."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
 import zstandard
 
 from helixd.adapters import Chunk, FileContext, claude
 from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
-from helixd.ingest.parsepool import PieceJob, parse_piece
+from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store, now_ms
 from helixd.store.writer import compress_raw, prepare_event
@@ -47,15 +51,43 @@ def make_home(home: Path) -> list[bytes]:
     return [n.encode() for n in needles]
 
 
+NOW = now_ms()
+
+
 async def ingest(db: Path, home: Path, **kw: int) -> tuple[Ingestor, IngestStats]:
+    """A backfill, then the digests, built by the parse workers when it started any (as
+    ``helixctl ingest`` does)."""
     async with await Store.open(db) as store:
-        ingestor = Ingestor(store, **kw)
-        stats = await ingestor.backfill(discover([(claude.ADAPTER, home / ".claude/projects")]))
-        await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
+        ingestor = Ingestor(store, keep_pool=True, **kw)
+        try:
+            stats = await ingestor.backfill(discover([(claude.ADAPTER, home / ".claude/projects")]))
+            ids = await store.session_ids_changed_since_analysis()
+            table = digest.prices()
+            builder = ingestor.digest_builder(db, table)
+            await digest.analyze(store, ids, NOW, table=table, builder=builder)
+        finally:
+            await ingestor.close()
+        assert await store.session_ids_changed_since_analysis() == []
     return ingestor, stats
 
 
-async def test_worker_processes_store_what_inline_parsing_stores(tmp_path: Path) -> None:
+def digests(db: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Each session's digest (provisional, schema version, JSON), by session uid."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT s.uid, d.provisional, d.schema_version, d.json FROM digests d"
+            " JOIN sessions s ON s.id = d.session_id"
+        )
+        return {uid: (prov, version, bytes(js)) for uid, prov, version, js in rows}
+    finally:
+        con.close()
+
+
+async def test_worker_processes_store_what_inline_parsing_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 2)
     home = tmp_path / "home"
     needles = make_home(home)
     chunk = 16 << 10  # many pieces per file: the state travels with the file's pieces
@@ -65,6 +97,13 @@ async def test_worker_processes_store_what_inline_parsing_stores(tmp_path: Path)
     )
     assert inline.pieces_to_workers == 0
     assert pooled.pieces_to_workers > 20
+    # the digests: built here after the inline ingest, by the workers after the pooled one
+    # (in parts of 2 sessions, every other one: the rest built here meanwhile), byte for byte
+    # the same
+    assert inline.digest_parts_to_workers == 0
+    assert pooled.digest_parts_to_workers >= 2  # and as many built here
+    built = digests(tmp_path / "pool.db")
+    assert len(built) >= 5 and built == digests(tmp_path / "inline.db")
     timing = {"seconds": 0, "mb_per_s": 0}
     assert pooled_stats.as_dict() | timing == inline_stats.as_dict() | timing
     assert pooled_stats.redactions >= 1 and pooled_stats.events > 900
@@ -114,3 +153,42 @@ def test_a_worker_sends_the_consumed_bytes_compressed(tmp_path: Path) -> None:
     assert done.raw_z == compress_raw(whole)
     empty = parse_piece(PieceJob(3, "claude", record(1)[:-5], 0, False, ctx, {}))
     assert empty.parsed.consumed == 0 and empty.raw_z is None
+
+
+def test_a_price_table_that_cannot_be_sent_leaves_the_digests_to_this_process() -> None:
+    pool = ParsePool(1)  # no process starts before a job is submitted
+    try:
+        assert pool.digest_builder("/nowhere.db", ("odd", {"m": lambda: 0})) is None  # type: ignore[dict-item]
+        assert pool.digest_builder("/nowhere.db", digest.prices()) is not None
+        assert pool.digest_parts == 0
+    finally:
+        pool.close()
+
+
+async def test_parts_the_builder_fails_to_build_are_built_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker gone midway (the builder's part fails): that part is read and built in this
+    process; every digest is saved, the same as a plain analyze saves."""
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    home = tmp_path / "home"
+    make_home(home)
+    await ingest(tmp_path / "plain.db", home, workers=0)
+    db = tmp_path / "failing.db"
+    calls = []
+
+    async def builder(ids: Sequence[int], now: int, idle_ms: int) -> tuple[int, list[Any]]:
+        calls.append(list(ids))
+        if len(calls) % 2:
+            raise RuntimeError("worker gone")
+        return digest.build_from(str(db), ids, now, idle_ms, 1, digest.prices())
+
+    async with await Store.open(db) as store:
+        await Ingestor(store, workers=0).backfill(
+            discover([(claude.ADAPTER, home / ".claude/projects")])
+        )
+        ids = await store.session_ids_changed_since_analysis()
+        assert await digest.analyze(store, ids, NOW, builder=builder) == len(ids)
+        assert await store.session_ids_changed_since_analysis() == []
+    assert len(calls) >= 3  # every other part: some failed, some built by the builder
+    assert digests(db) == digests(tmp_path / "plain.db")

@@ -265,3 +265,18 @@ def test_reports_and_lookup_say_which_source_and_date_priced_them(
     assert tokens["prices"]["source"] == doc["prices"]["source"]
     shown = helixctl("lookup", UID).stdout
     assert f"prices of {doc['prices']['source']}" in shown
+
+
+def test_the_effective_price_table_pickles_and_prices_the_same(tmp_path: Path) -> None:
+    """``helixctl ingest`` sends the table to the parse workers that build the digests: from
+    a fresh flattening and from the cache, it pickles and prices every name as before."""
+    import pickle
+
+    from helixd.prices import effective
+
+    for _ in ("fresh", "cached"):
+        label, book = effective(None, {"glm-4.6": {"input": 1.0}}, cache=tmp_path)
+        again_label, again = pickle.loads(pickle.dumps((label, book)))
+        assert again_label == label
+        for name in NAMES:
+            assert price_for(again, name) == price_for(book, name), name

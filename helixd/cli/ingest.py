@@ -110,14 +110,23 @@ async def _ingest(
             store,
             chunk_bytes=settings.ingest.chunk_bytes,
             max_line_bytes=settings.ingest.max_line_bytes,
+            keep_pool=True,  # a backlog's parse workers then build the digests
         )
-        sources = discover(pairs)  # walked in a thread; reports what it skipped
-        with _Progress() as progress:
-            stats = await ingestor.backfill(sources, progress)
-        changed = await store.session_ids_changed_since_analysis()
-        digests = await digest.analyze(
-            store, changed, now_ms(), table=table, naming=naming(settings)
-        )
+        try:
+            sources = discover(pairs)  # walked in a thread; reports what it skipped
+            with _Progress() as progress:
+                stats = await ingestor.backfill(sources, progress)
+            changed = await store.session_ids_changed_since_analysis()
+            digests = await digest.analyze(
+                store,
+                changed,
+                now_ms(),
+                table=table,
+                naming=naming(settings),
+                builder=ingestor.digest_builder(settings.store.db, table),
+            )
+        finally:
+            await ingestor.close()
         summary = stats.as_dict()
         summary["digests_built"] = digests
         if evict:

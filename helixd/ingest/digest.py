@@ -20,8 +20,10 @@ themselves (with their event pointers) are saved beside the digest (``helixd.cor
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.adapters import adapter_named
@@ -343,6 +345,42 @@ def commits(sig: Signals) -> list[dict[str, Any]]:
     return found
 
 
+Built = tuple[int, dict[str, Any], bool, Signals]  # (session id, digest, provisional, signals)
+# ``builder(ids, now, idle_ms)``: ``(read_at, built)`` for the sessions, built elsewhere with
+# the same price table (``ParsePool.digest_builder``: a parse worker reads the facts, builds)
+Builder = Callable[[Sequence[int], int, int], Awaitable[tuple[int, list[Built]]]]
+PIPELINE_BATCH: Final = 100  # sessions per part when a builder is given (parts overlap)
+
+
+def build_all(
+    facts: dict[int, dict[str, Any]], now: int, idle_ms: int, table: PriceTable
+) -> list[Built]:
+    """The digests and signals of the sessions whose facts are given (pure)."""
+    saved = []
+    for sid, f in facts.items():
+        sig = extract(f["signal_rows"])
+        d = build(f, now, idle_ms, table, sig)
+        saved.append((sid, d, d["provisional"], sig))
+    return saved
+
+
+_TABLES: dict[int, PriceTable] = {}  # in a parse worker: the tables sent, by their key
+
+
+def build_from(
+    db: str, ids: Sequence[int], now: int, idle_ms: int, key: int, table: PriceTable | None
+) -> tuple[int, list[Built]]:
+    """(in a parse worker) Read the sessions' facts from the store file, read-only, and
+    build their digests: the whole of a digest but its save, off the ingesting process.
+    ``table`` comes with a worker's first part and is kept under ``key`` for the next."""
+    from helixd.store.facts import read_digest_facts
+
+    if table is not None:
+        _TABLES[key] = table
+    read_at, facts = read_digest_facts(db, ids)
+    return read_at, build_all(facts, now, idle_ms, _TABLES[key])
+
+
 async def analyze(
     store: Store,
     session_ids: Iterable[int],
@@ -350,15 +388,23 @@ async def analyze(
     idle_ms: int = IDLE_CLOSE_MS,
     table: PriceTable | None = None,
     naming: Naming | None = None,
+    builder: Builder | None = None,
 ) -> int:
     """Rebuild and save the digests and signals of ``session_ids``, with each session's
     repo, domain and task reference resolved first (``helixd.ingest.attribution``);
-    returns how many."""
+    returns how many.
+
+    With a ``builder`` (after a backfill: the parse workers, warm and otherwise idle; made
+    with this ``table``), every other part of ``PIPELINE_BATCH`` sessions is read and built
+    there while this process reads and builds the next and saves them all: the digest
+    phase runs on two cores instead of one (issue 12)."""
     from helixd.ingest.attribution import resolve_projects, with_task_refs
 
     ids = list(session_ids)
     table = table or prices()
     naming = naming or Naming()
+    if builder is not None:
+        return await _pipelined(store, ids, now, idle_ms, table, naming, builder)
     for i in range(0, len(ids), DIGEST_BATCH):
         part = ids[i : i + DIGEST_BATCH]
         projects = await resolve_projects(store, part, naming)
@@ -367,11 +413,67 @@ async def analyze(
         # committed within the same millisecond after the read waits for the next change)
         read_at = int(time.time() * 1000)
         facts = await store.digest_facts(part)
-        saved = []
-        for sid, f in facts.items():
-            sig = extract(f["signal_rows"])
-            d = build(f, now, idle_ms, table, sig)
-            saved.append((sid, d, d["provisional"], sig))
+        saved = build_all(facts, now, idle_ms, table)
         await store.save_attribution(with_task_refs(projects, saved, naming))
         await store.save_digests(saved, SCHEMA_VERSION, read_at)
+    return len(ids)
+
+
+async def _pipelined(
+    store: Store,
+    ids: list[int],
+    now: int,
+    idle_ms: int,
+    table: PriceTable,
+    naming: Naming,
+    builder: Builder,
+) -> int:
+    """``analyze`` with half the parts built elsewhere: part *i* goes to the builder while
+    part *i + 1* is read and built here (the two cores busy), then each is saved while the
+    next pair's builder part is being built.  A part's projects are saved before it is read
+    (the builder reads them from the store); each part keeps the instant its facts were read
+    (``analyzed_at``), as above."""
+    from helixd.ingest.attribution import resolve_projects, with_task_refs
+
+    async def here(part: list[int]) -> tuple[int, list[Built]]:
+        read_at = int(time.time() * 1000)
+        facts = await store.digest_facts(part)
+        return read_at, build_all(facts, now, idle_ms, table)
+
+    async def save(
+        part: list[int], projects: dict[int, Any], built: Awaitable[tuple[int, list[Built]]]
+    ) -> None:
+        try:
+            read_at, saved = await built
+        except Exception as exc:  # a worker gone or failing: this part is built here
+            import structlog  # (not at the top: the read commands import this module)
+
+            structlog.get_logger("helixd.digest").warning(
+                "digest_builder_failed", sessions=len(part), error=repr(exc)
+            )
+            read_at, saved = await here(part)
+        await store.save_attribution(with_task_refs(projects, saved, naming))
+        await store.save_digests(saved, SCHEMA_VERSION, read_at)
+
+    loop = asyncio.get_running_loop()
+    Pending = tuple[list[int], dict[int, Any], asyncio.Future[tuple[int, list[Built]]]]
+    pending: deque[Pending] = deque()
+    try:
+        for n, i in enumerate(range(0, len(ids), PIPELINE_BATCH)):
+            part = ids[i : i + PIPELINE_BATCH]
+            projects = await resolve_projects(store, part, naming)
+            built: asyncio.Future[tuple[int, list[Built]]]
+            if n % 2 == 0:
+                built = asyncio.ensure_future(builder(part, now, idle_ms))
+            else:  # this one here, while the builder works on the one before
+                built = loop.create_future()
+                built.set_result(await here(part))
+            pending.append((part, projects, built))
+            while len(pending) > 1:
+                await save(*pending.popleft())
+        while pending:
+            await save(*pending.popleft())
+    finally:
+        for _, _, unsaved in pending:  # failed midway: nothing waits for the rest
+            unsaved.cancel()
     return len(ids)

@@ -8,10 +8,13 @@ Used for a backlog (a first ingest, a catch-up): a pool lives as long as one ing
 is shut down with it, so the daemon at rest holds no extra process and a small live append
 never pays for a process start (it is parsed inline; ``Ingestor.pool_min_bytes``).
 
-Everything a worker does is pure: bytes in, records out (the adapters are pure, redaction
-and compression are functions of the bytes).  It never opens a file or the store; pieces
-are read by the ingesting process through the path gate and the single writer commits what
-comes back, in the order the pieces were read.
+Everything a worker does with a piece is pure: bytes in, records out (the adapters are
+pure, redaction and compression are functions of the bytes).  It never opens a source
+file; pieces are read by the ingesting process through the path gate and the single writer
+commits what comes back, in the order the pieces were read.  After a backfill the same
+workers can build the digests (``ParsePool.digest_builder``): there a worker opens the store
+file read-only to read the facts and sends the digests back; the ingesting process saves
+them.
 
 A file's pieces must be parsed in order with the adapter state carried from one to the
 next.  Each worker is its own single-process executor and a file's pieces all go to the
@@ -26,15 +29,21 @@ import asyncio
 import multiprocessing
 import operator
 import os
+import pickle
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from helixd.adapters import Chunk, FileContext, adapter_named
 from helixd.adapters.guard import parse_total
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.redact import redact
 from helixd.store.writer import Prepared, compress_raw, prepare_event
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import PriceTable
+    from helixd.ingest.digest import Builder, Built
 
 MAX_WORKERS: Final = 3
 # A usage fact crosses the process boundary as a plain tuple of its fields: pickling the
@@ -123,6 +132,38 @@ class ParsePool:
             ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(max(1, workers))
         ]
         self.next_token = 0
+        self.digest_parts = 0  # parts of the digests sent to the workers (``digest_builder``)
+
+    def digest_builder(self, db: str, table: PriceTable) -> Builder | None:
+        """Digests built by the workers (``helixd.ingest.digest.build_from``: each reads the
+        facts from the store file ``db``, read-only, and builds, priced by ``table``), one
+        part after another round the workers: the backfill is over and they are warm and
+        idle.  The table travels once to each worker.  ``None`` when it cannot be sent (a
+        price layer that does not pickle): the digests are then built in this process.
+        (Imported here: a worker that only parses never loads the digest code.)"""
+        from helixd.ingest.digest import build_from
+
+        try:
+            pickle.dumps(table, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return None
+        key = id(table)
+        sent: set[int] = set()
+
+        def build(
+            ids: Sequence[int], now: int, idle_ms: int
+        ) -> asyncio.Future[tuple[int, list[Built]]]:
+            n = self.digest_parts % len(self.executors)
+            self.digest_parts += 1
+            first = n not in sent
+            sent.add(n)
+            return asyncio.wrap_future(
+                self.executors[n].submit(
+                    build_from, db, list(ids), now, idle_ms, key, table if first else None
+                )
+            )
+
+        return build
 
     def token(self) -> int:
         """A token for a new file (its pieces then go to one worker)."""

@@ -30,7 +30,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from helixd.adapters import Chunk, FileContext
 from helixd.adapters.guard import parse_total
@@ -57,6 +58,10 @@ from helixd.sources.tailer import (
 )
 from helixd.store import agentdb
 from helixd.store.database import Batch, Store
+
+if TYPE_CHECKING:
+    from helixd.core.pricing import PriceTable
+    from helixd.ingest.digest import Builder
 
 __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
@@ -304,6 +309,7 @@ class Ingestor:
         max_line_bytes: int = 64 << 20,
         workers: int | None = None,
         pool_min_bytes: int = POOL_MIN_BYTES,
+        keep_pool: bool = False,
     ) -> None:
         self.store = store
         self.chunk_bytes = chunk_bytes
@@ -311,6 +317,24 @@ class Ingestor:
         self.workers = default_workers() if workers is None else workers
         self.pool_min_bytes = pool_min_bytes
         self.pieces_to_workers = 0  # how many pieces worker processes parsed (all runs)
+        # keep_pool: a backfill's parse workers stay up after it (``digest_builder``) until
+        # ``close`` (``helixctl ingest``: they then build the digests)
+        self.keep_pool = keep_pool
+        self.pool: ParsePool | None = None
+        self.digest_parts_to_workers = 0  # parts of the digests the kept workers built
+
+    def digest_builder(self, db: Path, table: PriceTable) -> Builder | None:
+        """The kept parse workers as the digests' builder (``digest.analyze`` with the same
+        ``table``), ``None`` when the backfill started none (a small backlog) or the table
+        cannot be sent: the digests are then built here."""
+        return None if self.pool is None else self.pool.digest_builder(str(db), table)
+
+    async def close(self) -> None:
+        """End the parse workers kept after a backfill (``keep_pool``)."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            self.digest_parts_to_workers += pool.digest_parts
+            await asyncio.to_thread(pool.close)
 
     async def backfill(
         self, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None
@@ -401,7 +425,11 @@ class Ingestor:
         *,
         whole: bool = False,
     ) -> None:
-        pool = ParsePool(self.workers) if self.workers and total >= self.pool_min_bytes else None
+        pool = self.pool
+        if pool is None and self.workers and total >= self.pool_min_bytes:
+            pool = ParsePool(self.workers)
+            if self.keep_pool:
+                self.pool = pool
         lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
         writer = _Writer(self.store, whole=whole)
         window: deque[_Planned] = deque()
@@ -429,7 +457,7 @@ class Ingestor:
             try:
                 await writer.close()
             finally:
-                if pool is not None:
+                if pool is not None and pool is not self.pool:
                     await asyncio.to_thread(pool.close)
         stats.bad_lines += self.store.take_refused_lines()  # quarantined by the store
         for path in gone:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from helixd.core.signals import SIGNAL_KINDS
@@ -64,6 +66,27 @@ def usage_dict(row: Sequence[Any]) -> dict[str, Any]:
         "recorded_cost_usd": row[7],
         "costed": row[8],
     }
+
+
+_READERS: dict[str, sqlite3.Connection] = {}  # in a parse worker: the store, read-only
+
+
+def read_digest_facts(db: str, ids: Sequence[int]) -> tuple[int, dict[int, dict[str, Any]]]:
+    """(in a parse worker, ``helixd.ingest.digest.build_from``) ``digest_facts`` read from
+    the store file through a read-only connection of this process's own, in one read
+    transaction (a snapshot: the writer goes on meanwhile), and the instant before the read
+    (``analyzed_at``: a change committed after it is analyzed again).  Nothing is created
+    beside the store; the temporary tables live in this connection's memory."""
+    con = _READERS.get(db)
+    if con is None:
+        uri = f"{Path(db).resolve().as_uri()}?mode=ro"
+        con = _READERS[db] = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10)
+    read_at = int(time.time() * 1000)
+    con.execute("BEGIN")
+    try:
+        return read_at, digest_facts(con, ids)
+    finally:
+        con.execute("COMMIT")
 
 
 def digest_facts(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
