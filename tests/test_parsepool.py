@@ -10,7 +10,8 @@ from pathlib import Path
 
 import zstandard
 
-from helixd.adapters import Chunk, FileContext, claude
+from helixd.adapters import Chunk, FileContext
+from helixd.adapters.declared import claude
 from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
 from helixd.ingest.parsepool import PieceJob, parse_piece

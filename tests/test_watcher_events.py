@@ -8,7 +8,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.daemon.watcher import Watcher
 from helixd.sources.gate import Gate
 
