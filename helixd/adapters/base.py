@@ -113,7 +113,10 @@ def _unset(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:  # pragma: no cove
 
 @dataclass(frozen=True, slots=True)
 class Adapter:
-    """One agent.  ``matches(rel)`` decides which files under a root belong to it;
+    """One agent's declaration (``helixd/adapters/declared/<module>.py``).  ``parser`` names
+    the module ``helixd.adapters.<parser>`` whose ``PARSERS[name]`` parses its files;
+    ``parse`` loads it on first call (a ``LazyParser``; a test may pass a function instead).
+    ``matches(rel)`` decides which files under a root belong to it;
     ``default_roots(environ, home)`` lists where it looks when config names no roots;
     ``sidecar(path)`` names a small companion file whose bytes are passed to ``parse``.
     ``version`` rises whenever the records it produces change (re-normalization).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Final
 
 from helixd.adapters.base import Adapter
@@ -39,9 +39,9 @@ def sidecar(path: str) -> str | None:
     """A nested subagent's ``agent-<id>.meta.json`` (it names the agent type)."""
     if "subagents" not in path:  # every session file of a re-scan: no path parsing
         return None
-    p = PurePosixPath(path)
-    if "subagents" in p.parts and _AGENT_FILE.match(p.name):
-        return str(p.with_name(p.name[: -len(".jsonl")] + ".meta.json"))
+    head, _, name = path.rpartition("/")  # string work: called for every file of a walk
+    if "subagents" in head.split("/") and _AGENT_FILE.match(name):
+        return f"{head}/{name[: -len('.jsonl')]}.meta.json"
     return None
 
 
