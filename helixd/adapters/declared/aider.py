@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.aider``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.aider``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,9 @@ from typing import Final
 from helixd.adapters.base import Adapter
 
 NAME: Final = "aider"
-
-
 # 2 starts where the first four are (tool results with status and test counts); 3: the
 # message cost of a Tokens line
 VERSION: Final = 3
-
-
 FILE: Final = ".aider.chat.history.md"
 
 

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.amp``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.amp``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from typing import Final
 from helixd.adapters.base import Adapter
 
 NAME: Final = "amp"
-
-
 VERSION: Final = 1
 
 

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.claude``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.claude``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,8 @@ from typing import Final
 from helixd.adapters.base import Adapter
 
 NAME: Final = "claude"
-
-
 # 2: tool results carry a status and the test counts of their output; 3: retry events
 VERSION: Final = 3
-
-
 _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
 

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.codex``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.codex``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from typing import Final
 from helixd.adapters.base import Adapter
 
 NAME: Final = "codex"
-
-
 # 2: tool results carry a status and the test counts of their output; 3: a call the user
 # declined (exec / patch approval) is a rejected result; 4: the session's git.commit_hash
 # (code-o11y), retry events, a turn's output tokens on its completion event

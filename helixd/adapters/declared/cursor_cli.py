@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.cursor_cli``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.cursor_cli``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,8 @@ from typing import Final
 from helixd.adapters.base import Adapter, Table
 
 NAME: Final = "cursor_cli"
-
-
 VERSION: Final = 1
-
-
 DB: Final = "store.db"
-
-
 TABLES: Final = (
     Table("meta", order=None, key="key"),
     # JSON messages only: the protobuf tree nodes are not text (see the module docstring)

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.cursor_ide``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.cursor_ide``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,9 @@ from typing import Final
 from helixd.adapters.base import Adapter, Table
 
 NAME: Final = "cursor_ide"
-
-
 VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
-
-
 CHAT: Final = "workbench.panel.aichat.view.aichat.chatdata"
-
-
 COMPOSER: Final = "composer.composerData"
-
-
 TABLES: Final = (
     Table("ItemTable", order=None, key="key", where=f"key IN ('{CHAT}', '{COMPOSER}')"),
 )

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.grok``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.grok``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,7 @@ NAME: Final = "grok"
 #    and backend tools, subagent directories linked to their parent
 # 4: a turn's output tokens on its completion event
 VERSION: Final = 4
-
-
 _FILES = ("updates.jsonl", "events.jsonl", "summary.json", "chat_history.jsonl")
-
-
 SESSION_FILES: Final = frozenset(_FILES)
 
 

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.kiro``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.kiro``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,7 @@ from helixd.adapters.base import Adapter
 from helixd.adapters.declared.continue_dev import sidecar
 
 NAME: Final = "kiro"
-
-
 VERSION: Final = 1
-
-
 INDEX: Final = "sessions.json"
 
 

@@ -1,5 +1,6 @@
-"""The declaration of the agent parsed by ``helixd.adapters.kiro_cli``: where its files are and
-which ones it claims (plain data and cheap path predicates; importing it loads no parser)."""
+"""The declaration of the agent parsed by ``helixd.adapters.kiro_cli``: where its files are
+and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,7 @@ from typing import Final
 from helixd.adapters.base import Adapter, Table
 
 NAME: Final = "kiro_cli"
-
-
 VERSION: Final = 1
-
-
 DB: Final = "data.sqlite3"
 
 
@@ -22,8 +19,6 @@ V2: Final = "conversations_v2"
 
 
 LEGACY: Final = "conversations"
-
-
 TABLES: Final = (Table(V2, order="updated_at"), Table(LEGACY, order=None, key="key"))
 
 
