@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.live import record  # noqa: E402
-from helixd.adapters import claude  # noqa: E402
+from helixd.adapters.declared import claude  # noqa: E402
 from helixd.core.commits import Commit  # noqa: E402
 from helixd.ingest.pipeline import Ingestor, discover  # noqa: E402
 from helixd.sources.gate import Gate  # noqa: E402

@@ -37,7 +37,7 @@ from typing import Any
 
 
 async def record(home: Path, out: Path) -> None:
-    from helixd.adapters import claude, codex
+    from helixd.adapters.declared import claude, codex
     from helixd.ingest.pipeline import Ingestor, discover
     from helixd.store.database import Batch, Store
 

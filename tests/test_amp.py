@@ -13,8 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import amp
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import amp
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, parse_fixture, usage_of
 
@@ -45,7 +45,7 @@ def test_hand_written_threads_golden() -> None:
 
 
 def test_real_usage_and_tool_result_shapes() -> None:
-    p = amp.parse(Chunk(THREAD, 0, True, FileContext("/r/T-1.json", "T-1.json")), {})
+    p = amp.ADAPTER.parse(Chunk(THREAD, 0, True, FileContext("/r/T-1.json", "T-1.json")), {})
     assert kinds(p) == {
         "user_msg": 1,
         "tool_call": 1,

@@ -61,7 +61,7 @@ from typing import Any
 
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store, now_ms

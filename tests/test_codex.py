@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.adapters import codex
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import codex
 from helixd.core.records import Parsed
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
@@ -43,7 +43,7 @@ def path_of(sid: str) -> Path:
 
 def parse(path: Path, rel: str | None = None) -> Parsed:
     data = path.read_bytes()
-    return codex.parse(Chunk(data, 0, True, FileContext(str(path), rel or path.name)), {})
+    return codex.ADAPTER.parse(Chunk(data, 0, True, FileContext(str(path), rel or path.name)), {})
 
 
 def lines_of(*objs: dict[str, Any]) -> bytes:
@@ -55,7 +55,7 @@ def parse_bytes(
     name: str = "rollout-x-11111111-2222-4333-8444-555555555555.jsonl",
     state: dict[str, Any] | None = None,
 ) -> Parsed:
-    return codex.parse(Chunk(data, 0, True, FileContext("/h/" + name, name)), state or {})
+    return codex.ADAPTER.parse(Chunk(data, 0, True, FileContext("/h/" + name, name)), state or {})
 
 
 def tokens(p: Parsed) -> tuple[int, int, int, int]:
@@ -360,7 +360,7 @@ def test_totals_without_last_are_diffed() -> None:
 def test_dedup_keys_are_the_same_in_the_archived_copy_and_distinct_per_response() -> None:
     path = path_of("019c8a4c-ed82-79a1-aa28-7738fc5ab61a")
     live = parse(path, "2026/02/23/" + path.name)
-    archived = codex.parse(
+    archived = codex.ADAPTER.parse(
         Chunk(
             path.read_bytes(),
             0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.core.commits import DIGEST, INGEST, Commit, CommitHub
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover

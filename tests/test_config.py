@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helixd import config
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from tests.conftest import REPO, cli_env
 
 EXAMPLE = REPO / "helixd" / "data" / "helix.example.toml"

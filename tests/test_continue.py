@@ -14,8 +14,8 @@ from pathlib import Path
 
 import orjson
 
-from helixd.adapters import continue_dev
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import continue_dev
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, one, parse_fixture, usage_of
 
@@ -47,7 +47,7 @@ def test_tool_calls_and_results_of_the_newer_format() -> None:
         b'"arguments":"{\\"command\\":\\"pytest -q\\"}"}}]}},'
         b'{"message":{"role":"tool","content":"1 passed","toolCallId":"tc1","id":"r1"}}]}'
     )
-    p = continue_dev.parse(Chunk(doc, 0, True, FileContext("/r/s.json", "s.json")), {})
+    p = continue_dev.ADAPTER.parse(Chunk(doc, 0, True, FileContext("/r/s.json", "s.json")), {})
     assert kinds(p) == {"user_msg": 1, "tool_call": 1, "tool_result": 1}
     (result,) = [e for e in p.events if e.kind == "tool_result"]
     assert (result.call_id, result.tool) == ("tc1", "run_terminal_command")

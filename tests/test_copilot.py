@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import copilot
+from helixd.adapters.declared import copilot
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, one, parse_fixture, usage_of
 
@@ -79,7 +79,7 @@ def test_per_model_shutdown_usage_subtracts_what_messages_counted() -> None:
     from helixd.adapters.base import Chunk, FileContext
 
     data = b"\n".join(lines) + b"\n"
-    p = copilot.parse(
+    p = copilot.ADAPTER.parse(
         Chunk(data, 0, True, FileContext("/r/s1/events.jsonl", "s1/events.jsonl")), {}
     )
     msg, shut = p.usage

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import droid
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import droid
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, one, parse_fixture, usage_of
 
@@ -42,7 +42,7 @@ def test_scrubbed_sessions_golden() -> None:
 
 def test_settings_give_the_session_totals() -> None:
     rel = "-tmp-large/droid_large.settings.json"
-    p = droid.parse(Chunk(SETTINGS, 0, True, FileContext("/r/" + rel, rel)), {})
+    p = droid.ADAPTER.parse(Chunk(SETTINGS, 0, True, FileContext("/r/" + rel, rel)), {})
     (u,) = p.usage
     assert (u.dedup_key, u.session_uid, u.model, u.replace) == (
         "droid:droid_large",

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from helixd.adapters import gemini
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import gemini
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
@@ -35,7 +35,7 @@ SUB_SID = "7a7a7a7a-0000-4000-8000-000000000001"
 
 def parse_file(path: Path, rel: str | None = None) -> Parsed:
     rel = rel or f"proj/chats/{path.name}"
-    return gemini.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel)), {})
+    return gemini.ADAPTER.parse(Chunk(path.read_bytes(), 0, True, FileContext(str(path), rel)), {})
 
 
 def kinds(parsed: Parsed) -> dict[str, int]:
@@ -197,17 +197,17 @@ def test_default_roots_follow_the_documented_overrides(tmp_path: Path) -> None:
 def test_half_written_document_waits_and_a_broken_one_is_reported() -> None:
     whole = (MISCHA / "session-2025-12-31T01-49-1593ed60.json").read_bytes()
     ctx = FileContext("/x/session-a.json", "p/chats/session-a.json")
-    half = gemini.parse(Chunk(whole[: len(whole) // 2], 0, True, ctx), {})
+    half = gemini.ADAPTER.parse(Chunk(whole[: len(whole) // 2], 0, True, ctx), {})
     assert half.consumed == 0 and not half.bad and not half.events
-    not_at_end = gemini.parse(Chunk(whole, 0, False, ctx), {})
+    not_at_end = gemini.ADAPTER.parse(Chunk(whole, 0, False, ctx), {})
     assert not_at_end.consumed == 0
     broken = b'{"sessionId": "s", "messages": [}'
-    bad = gemini.parse(Chunk(broken, 0, True, ctx), {})
+    bad = gemini.ADAPTER.parse(Chunk(broken, 0, True, ctx), {})
     assert bad.consumed == len(broken) and [(b.offset, b.length) for b in bad.bad] == [(0, 33)]
     for junk in (b"\xff\xfe{\x00}", b'{"messages": "no"}', b"[1, 2]", b'{"messages":[1,{"id":2}]}'):
-        gemini.parse(Chunk(junk, 0, True, ctx), {})  # never raises
+        gemini.ADAPTER.parse(Chunk(junk, 0, True, ctx), {})  # never raises
     latin = b'{"sessionId":"s","messages":[{"id":"m","type":"user","content":"caf\xe9"}]}'
-    (ev,) = gemini.parse(Chunk(latin, 0, True, ctx), {}).events
+    (ev,) = gemini.ADAPTER.parse(Chunk(latin, 0, True, ctx), {}).events
     assert ev.body == "caf\ufffd"
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from helixd.adapters import grok
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import grok
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
@@ -39,7 +39,7 @@ def rel_of(path: Path) -> str:
 
 def parse_file(path: Path, sidecar: bytes | None = None) -> Parsed:
     ctx = FileContext(str(path), rel_of(path), sidecar)
-    return grok.parse(Chunk(path.read_bytes(), 0, True, ctx), {})
+    return grok.ADAPTER.parse(Chunk(path.read_bytes(), 0, True, ctx), {})
 
 
 def kinds(parsed: Parsed) -> dict[str, int]:
@@ -159,7 +159,7 @@ def test_usage_without_prompt_id_is_keyed_by_turn_ordinal() -> None:
         )
     )
     ctx = FileContext("/s/c/sid/updates.jsonl", "c/sid/updates.jsonl")
-    p = grok.parse(Chunk(lines, 0, True, ctx), {})
+    p = grok.ADAPTER.parse(Chunk(lines, 0, True, ctx), {})
     assert [u.dedup_key for u in p.usage] == ["grok:sid:turn-1", "grok:sid:turn-2"]
     assert (p.usage[0].input_tokens, p.usage[0].cache_read_tokens) == (90, 10)
     assert p.usage[0].model == "grok" and not p.unknown_types
@@ -276,14 +276,14 @@ def test_garbage_never_raises() -> None:
     for name in ("updates.jsonl", "events.jsonl", "chat_history.jsonl", "summary.json"):
         ctx = FileContext(f"/r/c/s/{name}", f"c/s/{name}", b"\xff{")
         for junk in (b"\xff\xfe\x00\n", b'{"params":{"update":[]}}\n', b'{"type":7}\n', b"{\n"):
-            grok.parse(Chunk(junk, 0, True, ctx), {})
+            grok.ADAPTER.parse(Chunk(junk, 0, True, ctx), {})
     ctx = FileContext("/r/c/s/updates.jsonl", "c/s/updates.jsonl")
     latin = (
         b'{"params":{"update":{"sessionUpdate":"user_message_chunk",'
         b'"content":{"type":"text","text":"caf\xe9"}}}}\n'
     )
     end = b'{"params":{"update":{"sessionUpdate":"turn_completed"}}}\n'
-    p = grok.parse(Chunk(latin + end, 0, True, ctx), {})
+    p = grok.ADAPTER.parse(Chunk(latin + end, 0, True, ctx), {})
     assert [e.body for e in p.events if e.kind == "user_msg"] == ["caf\ufffd"]
 
 
@@ -470,7 +470,7 @@ def test_legacy_raw_output_reasoning_and_backend_tools_count_once() -> None:
     ]
     data = b"\n".join(rows) + b"\n"
     rel = "%2Fw/s1/chat_history.jsonl"
-    p = grok.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
+    p = grok.ADAPTER.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
     assert [(e.tool, e.call_id) for e in p.events if e.kind == "tool_call"] == [
         ("web_search", "ws_1"),
         ("code_interpreter", "ci_1"),
@@ -487,14 +487,14 @@ def test_subagent_directory_links_to_its_parent() -> None:
     rel = "%2Fhome%2Fdev/019f-parent/subagents/019f-child/summary.json"
     assert grok.matches(rel)
     data = b'{"info": {"id": "019f-child"}, "generated_title": "look around"}'
-    p = grok.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
+    p = grok.ADAPTER.parse(Chunk(data, 0, True, FileContext("/r/" + rel, rel)), {})
     (info,) = p.sessions
     assert info.uid == "grok:019f-child"
     assert info.parent_uid == "grok:019f-parent"
     assert (info.cwd, info.agent_type) == ("/home/dev", "subagent")
     hist = rel.replace("summary.json", "chat_history.jsonl")
     line = b'{"type":"user","content":[{"type":"text","text":"hi"}]}\n'
-    h = grok.parse(Chunk(line, 0, True, FileContext("/r/" + hist, hist)), {})
+    h = grok.ADAPTER.parse(Chunk(line, 0, True, FileContext("/r/" + hist, hist)), {})
     assert h.events[0].session_uid == "grok:019f-child"
     assert h.sessions[0].cwd == "/home/dev"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store, now_ms

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.ingest import digest
 from helixd.ingest import pipeline as ingest
 from helixd.ingest.pipeline import Ingestor, IngestStats, Source, discover

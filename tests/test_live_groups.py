@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.core.commits import Commit
 from helixd.daemon.workqueue import RECONCILE, QueueStats, WorkQueue
 from helixd.ingest.pipeline import Ingestor, discover

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import openhands
+from helixd.adapters.declared import openhands
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, parse_fixture, usage_of
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import zstandard
 
-from helixd.adapters import Chunk, FileContext, claude
+from helixd.adapters import Chunk, FileContext
+from helixd.adapters.declared import claude
 from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
 from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd.adapters import claude, codex
+from helixd.adapters.declared import claude, codex
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.sources import gate
 from helixd.sources.gate import Gate, Refused, open_regular, open_source

@@ -13,8 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import pi
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import pi
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, one, parse_fixture, usage_of
 
@@ -82,8 +82,8 @@ def test_constructed_tree_session_counts_its_bad_and_unknown_lines() -> None:
 
 def test_a_branched_copy_of_an_entry_counts_once() -> None:
     line = (FIXTURES / "pi" / V3).read_bytes().splitlines(keepends=True)[-1]
-    a = pi.parse(Chunk(line, 0, True, FileContext("/x/a.jsonl", "p/a.jsonl")), {})
-    b = pi.parse(Chunk(line, 0, True, FileContext("/x/b.jsonl", "p/b.jsonl")), {})
+    a = pi.ADAPTER.parse(Chunk(line, 0, True, FileContext("/x/a.jsonl", "p/a.jsonl")), {})
+    b = pi.ADAPTER.parse(Chunk(line, 0, True, FileContext("/x/b.jsonl", "p/b.jsonl")), {})
     assert a.usage[0].dedup_key == b.usage[0].dedup_key
 
 

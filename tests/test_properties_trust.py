@@ -17,7 +17,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.core.redact import redact
 from helixd.sources.gate import Gate, Refused
 from tests.secret_corpus import FAMILIES, enc

@@ -13,8 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helixd.adapters import qwen
 from helixd.adapters.base import Chunk, FileContext
+from helixd.adapters.declared import qwen
 from helixd.store.database import Store
 from tests.agent_helpers import FIXTURES, ingest, kinds, kinds_of, parse_fixture, usage_of
 
@@ -58,7 +58,7 @@ def test_usage_metadata_counts_once_per_record() -> None:
         b'"thoughtsTokenCount":20,"totalTokenCount":1070}}\n'
     )
     rel = "p/chats/s.jsonl"
-    p = qwen.parse(Chunk(line, 0, True, FileContext("/r/" + rel, rel)), {})
+    p = qwen.ADAPTER.parse(Chunk(line, 0, True, FileContext("/r/" + rel, rel)), {})
     (u,) = p.usage
     assert (u.dedup_key, u.model) == ("qwen:a1", "qwen3-coder")
     assert (u.input_tokens, u.cache_read_tokens, u.output_tokens, u.reasoning_tokens) == (

@@ -13,10 +13,24 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helixd.adapters import CATALOGUE
+from helixd.adapters.registry import REGISTRY
 from tests.conftest import REPO, RunCli, copy_claude_fixtures
 
-AGENT_MODULES = frozenset(f"helixd.adapters.{module}" for _, module, _ in CATALOGUE)
+# every agent's parser module (its declaration is ``helixd.adapters.declared.<module>``)
+AGENT_MODULES = frozenset(f"helixd.adapters.{a.parser}" for a in REGISTRY)
+# what of the adapters a walk may load: the catalogue, the declarations and their base
+DECLARATION_SIDE = ("helixd.adapters.declared", "helixd.adapters.base", "helixd.adapters.registry")
+
+
+def parser_side(modules: set[str]) -> list[str]:
+    """The adapter modules loaded that only parsing needs (parsers and their helpers)."""
+    return sorted(
+        m
+        for m in modules
+        if m.startswith("helixd.adapters.")
+        and not any(m == d or m.startswith(d + ".") for d in DECLARATION_SIDE)
+    )
+
 
 # what no read command needs: the daemon's and the full settings' machinery, the writers
 NEVER = (
@@ -116,6 +130,8 @@ def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
         # show re-reads the raw lines of its session's agent (Claude here): that parser only
         parsers = modules & AGENT_MODULES
         assert parsers == ({"helixd.adapters.claude"} if name == "show" else set()), (name, parsers)
+        if name != "show":  # status included: no parser and none of its helpers
+            assert parser_side(modules) == [], (name, parser_side(modules))
 
 
 # what `helixctl ingest` with nothing new does without (the plan finds nothing to read): the
@@ -144,6 +160,10 @@ def test_a_rescan_that_finds_nothing_new_loads_no_event_loop_and_no_reader(store
     modules = loaded(store, "ingest", "--json")
     assert "helixd.ingest.plan" in modules  # the probe ran the command
     assert not [m for m in RESCAN_NEVER if m in modules], [m for m in RESCAN_NEVER if m in modules]
+    # every agent's declaration is walked; no parser (nor a parse helper) is imported
+    assert {"helixd.adapters.declared.claude", "helixd.adapters.declared.codex"} <= modules
+    assert parser_side(modules) == [], parser_side(modules)
+    assert "helixd.core.records" not in modules
 
 
 # `helixctl --version` (and `-h`): the interpreter, argparse and the command table; no command's

@@ -12,7 +12,7 @@ import orjson
 import pytest
 import zstandard
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.core.redact import RedactStream, find_spans, redact, starts_token
 from helixd.sources.gate import COMPANION_MAX as SIDECAR_MAX
 from helixd.sources.gate import Source

@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -20,6 +21,7 @@ from helixd.adapters.registry import REGISTRY
 from helixd.cli.ingest import _ingest
 from helixd.ingest.plan import Plan, idle_summary, plan
 from helixd.readconfig import read_config
+from helixd.sources import listings
 from helixd.sources.discover import agent_roots
 from tests.conftest import FIXTURES, REPO, cli_env
 
@@ -115,6 +117,33 @@ def test_any_work_goes_to_the_full_ingest(world: tuple[Path, dict[str, str]]) ->
     con.commit()
     con.close()
     assert first_step(env).reason == "the store needs a migration"
+
+
+def test_kept_listings_change_no_answer_of_the_first_step(
+    world: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk's kept listings (``helixd.sources.listings``) spare the directories, never
+    a file's stat: a line appended and a new file are found as without them."""
+    monkeypatch.setattr(listings, "RACY_NS", 0)  # the fixture's directories were just made
+    project, env = world
+    rc = read_config()
+    pairs = agent_roots(rc, REGISTRY, env, Path(env["HOME"]))
+    cache = tmp_path / "cache" / "listings.json"
+
+    def step() -> Plan:
+        return plan(rc.store_db, pairs, VERSIONS, cache)
+
+    assert step().idle and cache.exists()
+    again = step()  # from the kept listings
+    assert again.idle and again.files_seen == 4
+    time.sleep(0.05)  # past a coarse clock tick: the changes below show in the times
+    with (project / SESSION).open("ab") as f:
+        f.write(b'{"type":"user","message":{"role":"user","content":"hi"},"uuid":"q1"}\n')
+    assert step().reason.endswith("changed")
+    run(env, "ingest")
+    assert step().idle
+    shutil.copy(project / SESSION, project / "agent-new.jsonl")
+    assert step().reason.startswith("new file")
 
 
 def test_the_first_step_follows_the_configured_roots(world: tuple[Path, dict[str, str]]) -> None:

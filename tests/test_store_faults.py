@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store import probe
 from helixd.store.database import Store

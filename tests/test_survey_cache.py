@@ -146,7 +146,7 @@ def test_a_project_file_appearing_walks_again_other_files_there_do_not(
 ) -> None:
     """A project directory is looked into for the agents' files only (Aider's history,
     Crush's database): another file there (a busy ``/tmp``) keeps the survey."""
-    from helixd.adapters.aider import FILE
+    from helixd.adapters.declared.aider import FILE
 
     home, cache, env = corpus, tmp_path / "cache" / "survey.json", {"HOME": str(corpus)}
     project = tmp_path / "project"

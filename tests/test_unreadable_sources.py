@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.ingest.pipeline import Ingestor
 from helixd.sources.discover import Discovery, discover, survey
 from helixd.store.database import Store

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters import claude
+from helixd.adapters.declared import claude
 from helixd.daemon import inotify
 from helixd.daemon.watcher import Watcher
 from helixd.sources.gate import Gate

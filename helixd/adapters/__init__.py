@@ -1,13 +1,23 @@
-"""The adapter catalogue: plain data.  Adding an agent is one module plus one line here.
+"""The adapter catalogue: plain data.  Adding an agent is one parser module, one
+declaration module and one line here (docs/architecture.md, "Adapters").
+
+Each agent is two modules:
+
+* its **declaration**, ``helixd/adapters/declared/<module>.py``: an ``Adapter`` of plain
+  data (name, version, default roots, which files it claims, companion file, tables,
+  project files, depth) and the cheap path predicates discovery, the plan, the status
+  survey, the gate and the CLI need.  It imports only the standard library and
+  ``helixd.adapters.base``;
+* its **parser**, ``helixd/adapters/<module>.py`` (named by the declaration's ``parser``):
+  ``PARSERS = {agent name: parse}``, imported the first time a file of the agent is parsed
+  (``Adapter.parse`` is a ``base.LazyParser``).
 
 Nothing outside ``helixd/adapters/`` names an agent: ingest, store and CLI look adapters
 up by name (``adapter_named``) or take them all (``helixd.adapters.registry.REGISTRY``).
-
-Importing this package costs nothing per agent: ``CATALOGUE`` names each adapter's module
-and attribute, and ``adapter_named`` imports that one module the first time it is asked
-for (an ordinary import; Python keeps the module in ``sys.modules``).  ``show`` re-reads
-one session's raw lines and so loads only its agent's parser; the walk, the plan and the
-daemon, which need every adapter, import ``helixd.adapters.registry``.
+Importing this package costs nothing per agent; ``adapter_named`` imports one declaration
+the first time it is asked for; ``REGISTRY`` imports every declaration and no parser.  A
+re-scan with nothing new, ``status`` and completion load no parser; ``show`` loads its
+agent's.
 """
 
 from __future__ import annotations
@@ -17,8 +27,8 @@ from typing import Final
 
 from helixd.adapters.base import Adapter, Chunk, FileContext, Table
 
-# (agent name, module under helixd.adapters, attribute holding its Adapter), in the order
-# the agents are walked, listed and completed
+# (agent name, declaration module under helixd.adapters.declared, attribute holding its
+# Adapter), in the order the agents are walked, listed and completed
 CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
     ("claude", "claude", "ADAPTER"),
     ("codex", "codex", "ADAPTER"),
@@ -54,15 +64,15 @@ _WHERE: Final = {name: (module, attribute) for name, module, attribute in CATALO
 
 
 def adapter_named(name: str) -> Adapter:
-    """The catalogued adapter called ``name``, its module imported on first use; KeyError
-    names the known ones."""
+    """The catalogued adapter called ``name``, its declaration imported on first use (its
+    parser on its first ``parse``); KeyError names the known ones."""
     where = _WHERE.get(name)
     if where is None:
         raise KeyError(f"unknown agent {name!r} (known: {', '.join(AGENT_NAMES)})")
     module, attribute = where
-    adapter = getattr(importlib.import_module(f"helixd.adapters.{module}"), attribute)
+    adapter = getattr(importlib.import_module(f"helixd.adapters.declared.{module}"), attribute)
     if not isinstance(adapter, Adapter):  # pragma: no cover - a catalogue typo
-        raise TypeError(f"helixd.adapters.{module}.{attribute} is not an Adapter")
+        raise TypeError(f"helixd.adapters.declared.{module}.{attribute} is not an Adapter")
     return adapter
 
 

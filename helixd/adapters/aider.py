@@ -31,36 +31,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Final
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.aider import NAME
 from helixd.adapters.guard import guarded
 from helixd.adapters.turns import BODY_LIMIT, Turns
 from helixd.core.records import Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import tokens, usd
 
-NAME: Final = "aider"
-# 2 starts where the first four are (tool results with status and test counts); 3: the
-# message cost of a Tokens line
-VERSION: Final = 3
-FILE: Final = ".aider.chat.history.md"
 HEADER: Final = re.compile(rb"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 TOKENS: Final = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
 COST: Final = re.compile(r"Cost: \$([\d.,]+) message")
 MODEL: Final = re.compile(r"^(?:Main )?[Mm]odel: (\S+)")
 EDITED: Final = re.compile(r"^Applied edit to (.+?)\s*$")
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """None of its own: the histories live in the projects (known session cwds and
-    configured project directories)."""
-    return []
-
-
-def matches(rel: str) -> bool:
-    return rel == FILE or rel.endswith("/" + FILE)
 
 
 def _amount(number: str, suffix: str) -> int:
@@ -197,13 +183,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(consumed, lines, native=run.native, ts=run.ts, model=run.model, open=run.open)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Aider chat histories (<project>/.aider.chat.history.md, markdown)",
-    project_files=(FILE,),
-    usage_approximate="Aider prints its token counts rounded (9.7k sent)",
-)
+PARSERS: Final = {NAME: parse}

@@ -20,36 +20,18 @@ Pure: bytes in, records out.  Only hand-written simplified files are public in t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_items
+from helixd.adapters.declared.amp import NAME
 from helixd.adapters.fields import count, dump, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
-
-NAME: Final = "amp"
-VERSION: Final = 1
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$XDG_DATA_HOME/amp/threads``, else ``~/.local/share/amp/threads``."""
-    base = environ.get("XDG_DATA_HOME", "").strip()
-    return [(Path(base).expanduser() if base else home / ".local" / "share") / "amp" / "threads"]
-
-
-def matches(rel: str) -> bool:
-    """``<thread id>.json`` directly under the root."""
-    return "/" not in rel and rel.endswith(".json")
-
-
-def whole_file(rel: str) -> bool:
-    return True
 
 
 def _result_text(result: Any) -> str:
@@ -147,12 +129,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_items(chunk, run, obj.get("messages"), run.message, "messages")
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    whole_file=whole_file,
-    description="Amp threads (~/.local/share/amp/threads/T-<id>.json)",
-)
+PARSERS: Final = {NAME: parse}

@@ -19,12 +19,14 @@ See ``docs/adapters.md`` for how to add an agent.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from helixd.core.records import Parsed
+if TYPE_CHECKING:  # the records' module is the parsers' (a declaration loads no parser)
+    from helixd.core.records import Parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,7 @@ class Chunk:
     ctx: FileContext
 
 
-ParseFn = Callable[[Chunk, Mapping[str, Any]], Parsed]
+ParseFn = Callable[[Chunk, Mapping[str, Any]], "Parsed"]
 RootsFn = Callable[[Mapping[str, str], Path], list[Path]]
 
 
@@ -80,9 +82,41 @@ def _appended(rel: str) -> bool:
     return False
 
 
+class LazyParser:
+    """An agent's ``parse``, imported on first call: ``PARSERS[agent]`` of the module
+    ``helixd.adapters.<module>``.  Walking, planning, surveying and completing never call
+    it, so they never load a parser (its regexes, dataclasses and helpers)."""
+
+    __slots__ = ("_loaded", "agent", "module")
+
+    def __init__(self, module: str, agent: str) -> None:
+        self.module = module
+        self.agent = agent
+        self._loaded: ParseFn | None = None
+
+    def load(self) -> ParseFn:
+        if self._loaded is None:
+            parsers = importlib.import_module(f"helixd.adapters.{self.module}").PARSERS
+            self._loaded = parsers[self.agent]
+        return self._loaded
+
+    def __call__(self, chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
+        return (self._loaded or self.load())(chunk, state)
+
+    def __repr__(self) -> str:
+        return f"LazyParser({self.module!r}, {self.agent!r})"
+
+
+def _unset(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:  # pragma: no cover
+    raise AssertionError("replaced in Adapter.__post_init__")
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
-    """One agent.  ``matches(rel)`` decides which files under a root belong to it;
+    """One agent's declaration (``helixd/adapters/declared/<module>.py``).  ``parser`` names
+    the module ``helixd.adapters.<parser>`` whose ``PARSERS[name]`` parses its files;
+    ``parse`` loads it on first call (a ``LazyParser``; a test may pass a function instead).
+    ``matches(rel)`` decides which files under a root belong to it;
     ``default_roots(environ, home)`` lists where it looks when config names no roots;
     ``sidecar(path)`` names a small companion file whose bytes are passed to ``parse``.
     ``version`` rises whenever the records it produces change (re-normalization).
@@ -106,9 +140,10 @@ class Adapter:
 
     name: str
     version: int
-    parse: ParseFn
     default_roots: RootsFn
     matches: Callable[[str], bool]
+    parser: str = ""
+    parse: ParseFn = _unset
     sidecar: Callable[[str], str | None] = _no_sidecar
     whole_file: Callable[[str], bool] = _appended
     description: str = ""
@@ -118,3 +153,9 @@ class Adapter:
     tables: tuple[Table, ...] = ()
     project_files: tuple[str, ...] = ()
     max_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.parse is _unset:
+            if not self.parser:
+                raise ValueError(f"adapter {self.name!r} names no parser module")
+            object.__setattr__(self, "parse", LazyParser(self.parser, self.name))

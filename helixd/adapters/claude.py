@@ -21,15 +21,16 @@ import functools
 import re
 import zlib
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.claude_meta import meta_record
 from helixd.adapters.claude_tools import BODY_LIMIT, INTERRUPT_MARKERS, ToolBlocks
+from helixd.adapters.declared.claude import _AGENT_FILE, NAME
 from helixd.adapters.fields import count, get_dict, get_str, result_text
 from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import shorten
@@ -37,9 +38,6 @@ from helixd.core.records import Event, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "claude"
-# 2: tool results carry a status and the test counts of their output; 3: retry events
-VERSION: Final = 3
 SYNTHETIC_MODEL: Final = "<synthetic>"
 
 # Record types Claude Code writes (formats.md §3.6, §11.1).
@@ -47,34 +45,8 @@ _KNOWN = """user assistant system summary progress queue-operation attachment mo
     file-history-snapshot permission-mode agent-setting agent-name custom-title ai-title
     last-prompt pr-link worktree-state"""
 KNOWN_TYPES: Final = frozenset(_KNOWN.split())
-_AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$CLAUDE_CONFIG_DIR`` (comma-separated) or ``~/.claude`` and ``~/.config/claude``."""
-    configured = [p.strip() for p in environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
-    bases = [Path(p).expanduser() for p in configured] or [
-        home / ".claude",
-        home / ".config/claude",
-    ]
-    return [base / "projects" for base in bases]
-
-
-def matches(rel: str) -> bool:
-    """Every ``*.jsonl`` under a projects root is a transcript; nothing else is opened."""
-    return rel.endswith(".jsonl")
-
-
-def sidecar(path: str) -> str | None:
-    """A nested subagent's ``agent-<id>.meta.json`` (it names the agent type)."""
-    if "subagents" not in path:  # every session file of a re-scan: no path parsing
-        return None
-    p = PurePosixPath(path)
-    if "subagents" in p.parts and _AGENT_FILE.match(p.name):
-        return str(p.with_name(p.name[: -len(".jsonl")] + ".meta.json"))
-    return None
 
 
 @functools.lru_cache(maxsize=4096)  # once per file, not per read (the daemon reads often)
@@ -427,12 +399,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.finish(consumed, lines)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    sidecar=sidecar,
-    description="Claude Code transcripts (~/.claude/projects)",
-)
+PARSERS: Final = {NAME: parse}

@@ -29,12 +29,12 @@ Named ``cline-cli`` apart from the VS Code extension's ``tasks/<id>/`` layout.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun
+from helixd.adapters.declared.cline_cli import MESSAGES, NAME
 from helixd.adapters.fields import cost, count, dump, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
@@ -43,31 +43,9 @@ from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "cline-cli"
-VERSION: Final = 2  # 2: the recorded metrics.cost
-MESSAGES: Final = ".messages.json"
 NOTICE: Final = "<SYSTEM_NOTICE>"  # context Cline adds to a prompt (compaction summaries)
 EDITORS: Final = frozenset({"editor", "write_file", "replace_in_file"})
 RUNNERS: Final = frozenset({"run_commands"})
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$CLINE_DIR/data/sessions``, else ``~/.cline/data/sessions``."""
-    base = environ.get("CLINE_DIR", "").strip()
-    return [(Path(base).expanduser() if base else home / ".cline") / "data" / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    """``<id>/<id>.json`` and ``<id>/<id>.messages.json``, nothing else."""
-    parts = rel.split("/")
-    if len(parts) < 2:
-        return False
-    sid, name = parts[-2], parts[-1]
-    return name in (f"{sid}.json", f"{sid}{MESSAGES}")
-
-
-def whole_file(rel: str) -> bool:
-    return rel.endswith(".json")
 
 
 class _Run(ChainRun):
@@ -198,12 +176,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parsed
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    whole_file=whole_file,
-    description="Cline SDK/CLI sessions (~/.cline/data/sessions/<id>/<id>.messages.json)",
-)
+PARSERS: Final = {NAME: parse}

@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.cline_tasks import API_FILE
 from helixd.adapters.fields import cost, count, get_str, result_text
 from helixd.adapters.guard import guarded
 from helixd.adapters.turns import Turns
@@ -54,11 +54,6 @@ from helixd.core.records import BadLine, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-# 2 starts where the first four are (tool results with status and test counts); 3: the
-# recorded api_req cost
-VERSION: Final = 3
-FILE: Final = "ui_messages.json"
-API_FILE: Final = "api_conversation_history.json"
 COMMAND_TOOLS: Final = frozenset({"execute_command"})  # their results are the UI file's
 RESULT_HEADER: Final = re.compile(r"^\[(\w+)(?: for '(.*?)')?\] Result:", re.DOTALL)
 ENVIRONMENT: Final = "<environment_details>"
@@ -94,26 +89,6 @@ QUIET: Final = frozenset(
         "completion_result_ask",
     ]
 )
-
-
-def _vscode_roots(ext: str) -> Any:
-    def roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-        """``globalStorage/<extension>/tasks`` of VS Code on Linux and macOS."""
-        config = environ.get("XDG_CONFIG_HOME", "").strip()
-        linux = Path(config) if config else home / ".config"
-        mac = home / "Library" / "Application Support"
-        return [base / "Code" / "User" / "globalStorage" / ext / "tasks" for base in (linux, mac)]
-
-    return roots
-
-
-def matches(rel: str) -> bool:
-    parts = rel.split("/")
-    return len(parts) >= 2 and parts[-1] in (FILE, API_FILE)
-
-
-def whole_file(rel: str) -> bool:
-    return True
 
 
 class _Run(Turns):
@@ -314,19 +289,4 @@ def _document(chunk: Chunk) -> list[Any] | Parsed:
     return value
 
 
-def _adapter(name: str, ext: str, label: str) -> Adapter:
-    return Adapter(
-        name=name,
-        version=VERSION,
-        parse=_parser(name),
-        default_roots=_vscode_roots(ext),
-        matches=matches,
-        whole_file=whole_file,
-        description=f"{label} tasks (VS Code globalStorage/{ext}/tasks/<id>/ui_messages.json"
-        " and api_conversation_history.json)",
-    )
-
-
-CLINE: Final = _adapter("cline_vscode", "saoudrizwan.claude-dev", "Cline (VS Code)")
-ROO: Final = _adapter("roo", "rooveterinaryinc.roo-cline", "Roo Code")
-KILO: Final = _adapter("kilo", "kilocode.kilo-code", "Kilo Code")
+PARSERS: Final = {name: _parser(name) for name in ("cline_vscode", "roo", "kilo")}

@@ -35,14 +35,15 @@ import re
 import zlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.codex_items import BODY_LIMIT, ECHO_EVENTS, ItemMapper, texts
+from helixd.adapters.declared.codex import NAME
 from helixd.adapters.fields import get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import shorten
@@ -50,11 +51,6 @@ from helixd.core.records import Event, Parsed, Role, SessionInfo
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import in_window, record_type
 
-NAME: Final = "codex"
-# 2: tool results carry a status and the test counts of their output; 3: a call the user
-# declined (exec / patch approval) is a rejected result; 4: the session's git.commit_hash
-# (code-o11y), retry events, a turn's output tokens on its completion event
-VERSION: Final = 4
 _COMMIT_HASH: Final = re.compile(r"[0-9a-fA-F]{7,64}")
 REPLAY_GAP_MS: Final = 1_000
 IGNORED_TYPES: Final = frozenset({"", "world_state", "inter_agent_communication_metadata"})
@@ -66,20 +62,6 @@ _ECHO_MARK: Final = b'","type":"event_msg","payload":{"type":"'
 _ECHO_BYTES: Final = frozenset(t.encode() for t in ECHO_EVENTS)
 _FROM_ISO = datetime.fromisoformat
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$CODEX_HOME`` (comma-separated, as ccusage allows) or ``~/.codex``: both the live
-    ``sessions`` tree and the flat ``archived_sessions``."""
-    homes = [p.strip() for p in environ.get("CODEX_HOME", "").split(",") if p.strip()]
-    bases = [Path(p).expanduser() for p in homes] or [home / ".codex"]
-    return [base / sub for base in bases for sub in ("sessions", "archived_sessions")]
-
-
-def matches(rel: str) -> bool:
-    """Only rollouts: never ``auth.json``, config, ``history.jsonl`` or index files."""
-    name = rel.rpartition("/")[2]
-    return name.startswith("rollout-") and name.endswith(".jsonl")
 
 
 def uuid7_ms(value: Any) -> int | None:
@@ -426,11 +408,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.finish(consumed, lines)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Codex CLI rollouts ($CODEX_HOME/sessions and archived_sessions)",
-)
+PARSERS: Final = {NAME: parse}

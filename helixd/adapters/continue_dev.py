@@ -21,42 +21,19 @@ corpus (VS Code extension, Dec 2024) and Continue's ``core`` types for the newer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_items
+from helixd.adapters.declared.continue_dev import NAME
 from helixd.adapters.fields import get_dict, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
-
-NAME: Final = "continue"
-VERSION: Final = 1
-INDEX: Final = "sessions.json"
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$CONTINUE_GLOBAL_DIR/sessions``, else ``~/.continue/sessions``."""
-    base = environ.get("CONTINUE_GLOBAL_DIR", "").strip()
-    return [(Path(base).expanduser() if base else home / ".continue") / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    """``<sessionId>.json`` directly under the root; not the ``sessions.json`` index."""
-    return "/" not in rel and rel.endswith(".json") and rel != INDEX
-
-
-def whole_file(rel: str) -> bool:
-    return True
-
-
-def sidecar(path: str) -> str | None:
-    return str(PurePosixPath(path).with_name(INDEX))
 
 
 def created_at(index: bytes | None, sid: str) -> int | None:
@@ -139,16 +116,4 @@ def parse_history(kind: type[HistoryRun], name: str, chunk: Chunk) -> Parsed:
     return parse_items(chunk, run, obj.get("history"), run.item, "history")
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    sidecar=sidecar,
-    whole_file=whole_file,
-    description="Continue sessions (~/.continue/sessions/<uuid>.json)",
-    records_usage=False,
-    usage_note="Continue's session files hold no token counts (dev_data's token log names"
-    " no session)",
-)
+PARSERS: Final = {NAME: parse}

@@ -34,22 +34,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 import orjson
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
+from helixd.adapters.declared.copilot import NAME
 from helixd.adapters.fields import count, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.core.records import Event, Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "copilot"
-VERSION: Final = 1
-SIDECAR: Final = "workspace.yaml"
 QUIET: Final = frozenset(
     {"hook.start", "hook.end", "assistant.turn_start", "assistant.turn_end", "tool.execution_start"}
 )
@@ -62,25 +59,6 @@ _SHUTDOWN_KEYS: Final = (
     "reasoningTokens",
 )
 _DETAILS: Final = ("input", "output", "cache_read", "cache_write")
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$COPILOT_HOME/session-state``, else ``~/.copilot/session-state``."""
-    base = environ.get("COPILOT_HOME", "").strip()
-    return [(Path(base).expanduser() if base else home / ".copilot") / "session-state"]
-
-
-def matches(rel: str) -> bool:
-    """``<id>/events.jsonl`` and the flat ``<id>.jsonl`` directly under the root."""
-    parts = rel.split("/")
-    if len(parts) == 2:
-        return parts[1] == "events.jsonl"
-    return len(parts) == 1 and rel.endswith(".jsonl")
-
-
-def sidecar(path: str) -> str | None:
-    p = PurePosixPath(path)
-    return str(p.with_name(SIDECAR)) if p.name == "events.jsonl" else None
 
 
 def session_id(rel: str) -> str:
@@ -245,12 +223,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_lines(chunk, run, run.record, **workspace_facts(chunk.ctx.sidecar))
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    sidecar=sidecar,
-    description="GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)",
-)
+PARSERS: Final = {NAME: parse}

@@ -32,13 +32,13 @@ databases in the corpus (schema versions 2–8 in ``goose_db_version``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
 from helixd.adapters.fields import cost, count, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -46,10 +46,6 @@ from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-# 2 starts where the first four are (tool results with status and test counts); 3: the
-# session's recorded cost
-VERSION: Final = 3
-TABLES: Final = (Table("messages", order="updated_at"), Table("sessions", order="updated_at"))
 ROLES: Final[dict[str, tuple[str, Role]]] = {
     "user": ("user_msg", "user"),
     "assistant": ("assistant_msg", "assistant"),
@@ -206,29 +202,4 @@ def _parser(name: str) -> Any:
     return parse
 
 
-def _roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """No global root: the databases live in the projects (found through the directories
-    other agents' sessions ran in, and configured roots)."""
-    return []
-
-
-CRUSH: Final = Adapter(
-    name="crush",
-    version=VERSION,
-    parse=_parser("crush"),
-    default_roots=_roots,
-    matches=lambda rel: rel == ".crush/crush.db" or rel.endswith("/.crush/crush.db"),
-    description="Crush sessions (<project>/.crush/crush.db, SQLite)",
-    tables=TABLES,
-    project_files=(".crush/crush.db",),
-)
-OPENCODE_GO: Final = Adapter(
-    name="opencode_go",
-    version=VERSION,
-    parse=_parser("opencode_go"),
-    default_roots=_roots,
-    matches=lambda rel: rel == ".opencode/opencode.db" or rel.endswith("/.opencode/opencode.db"),
-    description="legacy Go OpenCode sessions (<project>/.opencode/opencode.db, SQLite)",
-    tables=TABLES,
-    project_files=(".opencode/opencode.db",),
-)
+PARSERS: Final = {"crush": _parser("crush"), "opencode_go": _parser("opencode_go")}

@@ -30,43 +30,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
+from helixd.adapters.declared.cursor_agent import NAME, _layout
 from helixd.adapters.fields import get_dict, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.core.records import Parsed
 from helixd.core.values import record_type
 
-NAME: Final = "cursor_agent"
-VERSION: Final = 1
-DIR: Final = "agent-transcripts"
 QUIET: Final = frozenset({"turn_ended"})
 MAX_OPEN: Final = 64
 QUERY: Final = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.DOTALL)
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``~/.cursor/projects``."""
-    return [home / ".cursor" / "projects"]
-
-
-def _layout(rel: str) -> tuple[str, str | None] | None:
-    """``(session id, parent id)`` of a transcript path, or None for another file."""
-    parts = rel.split("/")
-    if len(parts) < 3 or parts[1] != DIR or not parts[-1].endswith(".jsonl"):
-        return None
-    stem = parts[-1][: -len(".jsonl")]
-    if len(parts) == 3:
-        return stem, None
-    if len(parts) == 4 and parts[2] == stem:
-        return stem, None
-    if len(parts) == 5 and parts[3] == "subagents":
-        return stem, parts[2]
-    return None
-
-
-def matches(rel: str) -> bool:
-    return _layout(rel) is not None
 
 
 class _Run(ChainRun):
@@ -120,13 +94,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_lines(chunk, run, run.line, **facts)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Cursor agent transcripts (~/.cursor/projects/<slug>/agent-transcripts/)",
-    records_usage=False,
-    usage_note="Cursor's agent transcripts hold no token counts",
-)
+PARSERS: Final = {NAME: parse}

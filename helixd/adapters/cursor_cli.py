@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.cursor_cli import NAME
 from helixd.adapters.fields import dump, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -53,28 +53,9 @@ from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "cursor_cli"
-VERSION: Final = 1
-DB: Final = "store.db"
-TABLES: Final = (
-    Table("meta", order=None, key="key"),
-    # JSON messages only: the protobuf tree nodes are not text (see the module docstring)
-    Table("blobs", order="rowid", where="substr(CAST(data AS BLOB), 1, 1) = X'7B'"),
-)
 QUERY: Final = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
 WORKSPACE: Final = re.compile(r"<user_info>.*?Workspace Path: ([^\n<]+)", re.DOTALL)
 KIND_OF: Final = {"Shell": "bash"}  # cursor's shell tool, classified as a shell command
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``~/.cursor/chats`` (the same on Linux and macOS)."""
-    return [home / ".cursor" / "chats"]
-
-
-def matches(rel: str) -> bool:
-    """``<workspace-hash>/<chat-id>/store.db``."""
-    parts = rel.split("/")
-    return len(parts) == 3 and parts[2] == DB and all(parts[:2])
 
 
 def _text(content: Any) -> str:
@@ -184,15 +165,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(*each_line(chunk, run, run.line))
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="cursor-agent CLI chats (~/.cursor/chats/<workspace>/<chat>/store.db, SQLite)",
-    tables=TABLES,
-    records_usage=False,
-    usage_note="the cursor-agent CLI's store.db keeps no token counts",
-    max_depth=2,
-)
+PARSERS: Final = {NAME: parse}

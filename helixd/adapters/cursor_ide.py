@@ -20,14 +20,14 @@ Pure: row lines in, records out (``helixd/sources/sqlite.py``).  Rules from
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.cursor_ide import CHAT, COMPOSER, NAME
 from helixd.adapters.fields import get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -35,33 +35,8 @@ from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "cursor_ide"
-VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
-CHAT: Final = "workbench.panel.aichat.view.aichat.chatdata"
-COMPOSER: Final = "composer.composerData"
-TABLES: Final = (
-    Table("ItemTable", order=None, key="key", where=f"key IN ('{CHAT}', '{COMPOSER}')"),
-)
 USER_TYPES: Final = frozenset({"user", 1})
 AI_TYPES: Final = frozenset({"ai", 2})
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``Cursor/User/workspaceStorage`` under ``$XDG_CONFIG_HOME`` (else ``~/.config``) and
-    under macOS's ``~/Library/Application Support``."""
-    config = environ.get("XDG_CONFIG_HOME", "").strip()
-    linux = Path(config) if config else home / ".config"
-    mac = home / "Library" / "Application Support"
-    return [base / "Cursor" / "User" / "workspaceStorage" for base in (linux, mac)]
-
-
-def matches(rel: str) -> bool:
-    parts = rel.split("/")
-    return len(parts) >= 2 and parts[-1] == "state.vscdb"
-
-
-def sidecar(path: str) -> str | None:
-    return str(Path(path).with_name("workspace.json"))
 
 
 def _folder(side: bytes | None) -> str | None:
@@ -146,15 +121,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(*each_line(chunk, run, run.line))
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    sidecar=sidecar,
-    description="Cursor IDE chats (Cursor/User/workspaceStorage/<hash>/state.vscdb, SQLite)",
-    tables=TABLES,
-    records_usage=False,
-    usage_note="Cursor's workspace database keeps the chats, not their token counts",
-)
+PARSERS: Final = {NAME: parse}

@@ -22,37 +22,18 @@ the session's ``tokenUsage``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
+from helixd.adapters.declared.droid import NAME, SETTINGS
 from helixd.adapters.fields import count, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
-
-NAME: Final = "droid"
-VERSION: Final = 1
-SETTINGS: Final = ".settings.json"
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``~/.factory/sessions``."""
-    return [home / ".factory" / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    """``[<project dir>/]<id>.jsonl`` and its ``<id>.settings.json``."""
-    parts = rel.split("/")
-    return len(parts) <= 2 and (rel.endswith(".jsonl") or rel.endswith(SETTINGS))
-
-
-def whole_file(rel: str) -> bool:
-    return rel.endswith(SETTINGS)
 
 
 def session_of(rel: str) -> str:
@@ -150,12 +131,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_lines(chunk, run, run.line)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    whole_file=whole_file,
-    description="Factory Droid sessions (~/.factory/sessions/[<project>/]<id>.jsonl)",
-)
+PARSERS: Final = {NAME: parse}

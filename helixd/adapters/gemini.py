@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.gemini import NAME, _is_subagent
 from helixd.adapters.fields import count, dump, get_str
 from helixd.adapters.guard import each_line, guarded
 from helixd.adapters.toolkinds import (
@@ -52,44 +52,11 @@ from helixd.core.records import Event, Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "gemini"
-# 2: tool results carry a status and the test counts of their output
-# 3: a $rewindTo marker is keyed by its target and ordinal, not by its byte offset
-VERSION: Final = 3
 BODY_LIMIT: Final = 64 * 1024
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "model", "info", "warning", "error"})
 TERMINAL_STATUSES: Final = frozenset({"success", "error", "cancelled"})
 CANCEL_MARKERS: Final = ("Request cancelled", "[Operation Cancelled]")
 _EXIT_CODE = re.compile(r"Exit Code: (\d+)")
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$GEMINI_DATA_DIR`` (comma-separated, ccusage's name for ``~/.gemini/tmp``), else
-    ``$GEMINI_CLI_HOME/.gemini/tmp`` (the CLI's home override), else ``~/.gemini/tmp``."""
-    data = [p.strip() for p in environ.get("GEMINI_DATA_DIR", "").split(",") if p.strip()]
-    if data:
-        return [Path(p).expanduser() for p in data]
-    base = environ.get("GEMINI_CLI_HOME", "").strip()
-    return [(Path(base).expanduser() if base else home) / ".gemini" / "tmp"]
-
-
-def _is_subagent(parts: list[str]) -> bool:
-    return len(parts) >= 3 and parts[-3] == "chats"
-
-
-def matches(rel: str) -> bool:
-    """``session-*.json``/``.jsonl`` anywhere, and subagents' ``chats/<parent>/<id>.jsonl``;
-    never ``logs.json``, checkpoints or settings."""
-    parts = rel.split("/")
-    name = parts[-1]
-    if name.startswith("session-") and name.endswith((".json", ".jsonl")):
-        return True
-    return _is_subagent(parts) and name.endswith(".jsonl")
-
-
-def whole_file(rel: str) -> bool:
-    """Both forms: the ``.json`` is rewritten, the ``.jsonl`` rewrites message lines."""
-    return True
 
 
 def file_identity(rel: str) -> tuple[str, str | None]:
@@ -451,12 +418,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return _parse_document(chunk, state)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    whole_file=whole_file,
-    description="Gemini CLI chat recordings (~/.gemini/tmp/<project>/chats)",
-)
+PARSERS: Final = {NAME: parse}

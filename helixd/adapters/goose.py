@@ -24,13 +24,13 @@ items tagged by ``type``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.goose import NAME
 from helixd.adapters.fields import count, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -38,9 +38,6 @@ from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "goose"
-VERSION: Final = 2  # starts where the first four are: tool results with status and test counts
-TABLES: Final = (Table("messages", order="id"), Table("sessions", order="updated_at"))
 ROLES: Final[dict[str, tuple[str, Role]]] = {
     "user": ("user_msg", "user"),
     "assistant": ("assistant_msg", "assistant"),
@@ -56,16 +53,6 @@ QUIET_ITEMS: Final = frozenset(
         "systemNotification",
     }
 )
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$XDG_DATA_HOME/goose/sessions``, else ``~/.local/share/goose/sessions``."""
-    base = environ.get("XDG_DATA_HOME", "").strip()
-    return [(Path(base) if base else home / ".local" / "share") / "goose" / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    return rel == "sessions.db" or rel.endswith("/sessions.db")
 
 
 class _Run(Turns):
@@ -167,12 +154,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(*each_line(chunk, run, run.line))
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Goose sessions (~/.local/share/goose/sessions/sessions.db, SQLite)",
-    tables=TABLES,
-)
+PARSERS: Final = {NAME: parse}

@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainEvents
+from helixd.adapters.declared.grok import NAME
 from helixd.adapters.fields import count, dump, get_dict, get_str
-from helixd.adapters.grok_summary import NAME, first_str, parse_summary, session_of, summary_model
+from helixd.adapters.grok_summary import first_str, parse_summary, session_of, summary_model
 from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import (
     describe_call,
@@ -57,15 +57,8 @@ from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-# 2: tool results carry a status and the test counts of their output
-# 3: checked against grok-build's own serialized sessions: legacy ``raw_output`` reasoning
-#    and backend tools, subagent directories linked to their parent
-# 4: a turn's output tokens on its completion event
-VERSION: Final = 4
 BODY_LIMIT: Final = 64 * 1024
 MAX_PENDING_TOOLS: Final = 256
-_FILES = ("updates.jsonl", "events.jsonl", "summary.json", "chat_history.jsonl")
-SESSION_FILES: Final = frozenset(_FILES)
 CHUNKS: Final = {
     "user_message_chunk": "user",
     "agent_message_chunk": "assistant",
@@ -93,33 +86,6 @@ BACKEND_OUTPUTS: Final = {
     "custom_tool_call": "x_search",
     "code_interpreter_call": "code_interpreter",
 }
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$GROK_HOME/sessions``, else ``~/.grok/sessions``."""
-    base = environ.get("GROK_HOME", "").strip()
-    return [(Path(base).expanduser() if base else home / ".grok") / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    """The four session files inside a ``<cwd>/<session>/`` directory."""
-    parts = rel.split("/")
-    return len(parts) >= 3 and parts[-1] in SESSION_FILES
-
-
-def whole_file(rel: str) -> bool:
-    return rel.endswith("summary.json")
-
-
-def sidecar(path: str) -> str | None:
-    """``chat_history.jsonl`` sees its sibling ``updates.jsonl`` (is the log there?);
-    ``updates.jsonl`` sees ``summary.json`` (the model when a turn names none)."""
-    p = PurePosixPath(path)
-    if p.name == "chat_history.jsonl":
-        return str(p.with_name("updates.jsonl"))
-    if p.name == "updates.jsonl":
-        return str(p.with_name("summary.json"))
-    return None
 
 
 def block_text(content: Any) -> str:
@@ -480,15 +446,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return _parse_lines(chunk, run, run.chat)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    sidecar=sidecar,
-    usage_note="grok writes token usage only to updates.jsonl (turn_completed);"
-    " this session has none",
-    whole_file=whole_file,
-    description="Grok Build sessions (~/.grok/sessions/<cwd>/<session>/)",
-)
+PARSERS: Final = {NAME: parse}

@@ -13,10 +13,10 @@ import orjson
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
+from helixd.adapters.declared.grok import NAME
 from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 
-NAME: Final = "grok"
 SUBAGENTS: Final = "subagents"
 
 

@@ -32,13 +32,13 @@ the reader follows the evidence (docs/formats-agents.md, "Kiro CLI"):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.kiro_cli import LEGACY, NAME, V2
 from helixd.adapters.fields import dump, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -46,26 +46,7 @@ from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "kiro_cli"
-VERSION: Final = 1
-DB: Final = "data.sqlite3"
-V2: Final = "conversations_v2"
-LEGACY: Final = "conversations"
-TABLES: Final = (Table(V2, order="updated_at"), Table(LEGACY, order=None, key="key"))
 KIND_OF: Final = {"execute_bash": "bash", "fs_write": "Write"}
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``kiro-cli`` and ``amazon-q`` under ``$XDG_DATA_HOME`` (else ``~/.local/share``) and
-    under macOS's ``~/Library/Application Support``."""
-    data = environ.get("XDG_DATA_HOME", "").strip()
-    linux = Path(data) if data else home / ".local" / "share"
-    mac = home / "Library" / "Application Support"
-    return [base / app for base in (linux, mac) for app in ("kiro-cli", "amazon-q")]
-
-
-def matches(rel: str) -> bool:
-    return rel.rsplit("/", 1)[-1] == DB
 
 
 def _result_text(blocks: Any) -> str:
@@ -175,14 +156,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(*each_line(chunk, run, run.line))
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Kiro CLI / Amazon Q CLI conversations (kiro-cli/data.sqlite3, SQLite)",
-    tables=TABLES,
-    records_usage=False,
-    usage_note="Kiro CLI's database keeps request sizes in bytes and credits, not tokens",
-)
+PARSERS: Final = {NAME: parse}

@@ -34,13 +34,13 @@ tables, ``message-v2.ts`` for the JSON in ``data``) and ``../shared/notes/format
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk, Table
+from helixd.adapters.base import Chunk
+from helixd.adapters.declared.opencode import NAME
 from helixd.adapters.fields import cost, count, get_dict, get_str
 from helixd.adapters.guard import each_line
 from helixd.adapters.turns import Turns
@@ -48,13 +48,6 @@ from helixd.core.records import Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "opencode"
-VERSION: Final = 2  # 2: the recorded cost
-TABLES: Final = (
-    Table("session", order="time_updated"),
-    Table("message", order="time_updated"),
-    Table("part", order="time_updated"),
-)
 QUIET_PARTS: Final = frozenset(
     {
         "step-start",
@@ -69,17 +62,6 @@ QUIET_PARTS: Final = frozenset(
     }
 )
 MAX_ROLES: Final = 1024  # messages whose role is remembered across reads
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$XDG_DATA_HOME/opencode`` (else ``~/.local/share/opencode``, on macOS too)."""
-    data = environ.get("XDG_DATA_HOME", "").strip()
-    return [(Path(data) if data else home / ".local" / "share") / "opencode"]
-
-
-def matches(rel: str) -> bool:
-    """``opencode.db`` and the channel databases ``opencode-<channel>.db`` at the root."""
-    return "/" not in rel and rel.startswith("opencode") and rel.endswith(".db")
 
 
 def _data(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -242,14 +224,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return run.parsed(*each_line(chunk, run, run.line), roles=run.roles)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="OpenCode sessions (~/.local/share/opencode/opencode.db, SQLite)",
-    tables=TABLES,
-    usage_note="per assistant message in opencode.db (message.data.tokens)",
-    max_depth=0,  # snapshot/, storage/, log/ beside the databases are not listed or watched
-)
+PARSERS: Final = {NAME: parse}

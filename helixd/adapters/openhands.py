@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from helixd.adapters import jsonl
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun
+from helixd.adapters.declared.openhands import NAME
 from helixd.adapters.fields import count, get_dict, get_str
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.guard import guarded
@@ -51,8 +51,6 @@ from helixd.core.records import BadLine, Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "openhands"
-VERSION: Final = 1
 V0_TOOLS: Final = {
     "run": "execute_bash",
     "run_ipython": "execute_ipython_cell",
@@ -73,24 +71,6 @@ _V1_COUNTS: Final = (
     "cache_write_tokens",
 )
 V1_LIFECYCLE: Final = frozenset({"SystemPromptEvent", "PauseEvent", "Condensation"})
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``~/.openhands`` (OpenHands' default file store)."""
-    return [home / ".openhands"]
-
-
-def matches(rel: str) -> bool:
-    parts = rel.split("/")
-    if not rel.endswith(".json"):
-        return False
-    if len(parts) >= 4 and parts[-2] == "events" and parts[-4] in ("sessions", "conversations"):
-        return True
-    return len(parts) >= 2 and parts[-2] == "trajectories"
-
-
-def whole_file(rel: str) -> bool:
-    return True
 
 
 def session_id(rel: str) -> str:
@@ -337,12 +317,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parsed
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    whole_file=whole_file,
-    description="OpenHands event streams (~/.openhands/{sessions,conversations}/<id>/events/)",
-)
+PARSERS: Final = {NAME: parse}

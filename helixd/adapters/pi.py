@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
+from helixd.adapters.declared.pi import NAME
 from helixd.adapters.fields import cost, count, get_dict, get_str, result_text
 from helixd.adapters.grok_summary import first_str
 from helixd.adapters.jsonl import iter_text_blocks
@@ -40,25 +40,11 @@ from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "pi"
-VERSION: Final = 2  # 2: the recorded usage.cost.total
 LIFECYCLE: Final = frozenset(
     {"model_change", "compaction", "branch_summary", "session_info", "custom_message"}
 )
 QUIET: Final = frozenset({"thinking_level_change", "label", "custom"})
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``."""
-    base = environ.get("PI_CODING_AGENT_DIR", "").strip()
-    return [(Path(base).expanduser() if base else home / ".pi" / "agent") / "sessions"]
-
-
-def matches(rel: str) -> bool:
-    """``<project dir>/<file>.jsonl``: one level below the root."""
-    parts = rel.split("/")
-    return len(parts) == 2 and parts[1].endswith(".jsonl")
 
 
 def file_session(rel: str) -> str:
@@ -184,11 +170,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_lines(chunk, run, run.entry)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Pi coding-agent sessions (~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl)",
-)
+PARSERS: Final = {NAME: parse}

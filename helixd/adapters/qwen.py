@@ -25,36 +25,18 @@ fixtures); the rules follow Qwen Code's own ``ChatRecord`` type
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
-from helixd.adapters.base import Adapter, Chunk
+from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
+from helixd.adapters.declared.qwen import NAME
 from helixd.adapters.fields import count, dump, get_dict, get_str
 from helixd.adapters.grok_summary import first_str
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
-NAME: Final = "qwen"
-VERSION: Final = 1
 QUIET: Final = frozenset({"ui_telemetry", "file_history_snapshot", "attribution_snapshot"})
-
-
-def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
-    """``$QWEN_RUNTIME_DIR/projects``, else ``$QWEN_HOME/projects``, else
-    ``~/.qwen/projects``."""
-    for var in ("QWEN_RUNTIME_DIR", "QWEN_HOME"):
-        base = environ.get(var, "").strip()
-        if base:
-            return [Path(base).expanduser() / "projects"]
-    return [home / ".qwen" / "projects"]
-
-
-def matches(rel: str) -> bool:
-    """``<encoded cwd>/chats/<session id>.jsonl``."""
-    parts = rel.split("/")
-    return len(parts) == 3 and parts[1] == "chats" and parts[2].endswith(".jsonl")
 
 
 class _Run(ChainRun):
@@ -157,11 +139,4 @@ def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     return parse_lines(chunk, run, run.record)
 
 
-ADAPTER: Final = Adapter(
-    name=NAME,
-    version=VERSION,
-    parse=parse,
-    default_roots=default_roots,
-    matches=matches,
-    description="Qwen Code chat recordings (~/.qwen/projects/<cwd>/chats/<session id>.jsonl)",
-)
+PARSERS: Final = {NAME: parse}

@@ -1,5 +1,6 @@
-"""Every catalogued adapter, loaded: for the walk, the plan, the daemon and the checks that
-need them all.  A read that needs one agent calls ``helixd.adapters.adapter_named``."""
+"""Every catalogued adapter's declaration, loaded (no parser: each is imported on its agent's
+first ``parse``): for the walk, the plan, the daemon and the checks that need them all.  A
+read that needs one agent calls ``helixd.adapters.adapter_named``."""
 
 from __future__ import annotations
 

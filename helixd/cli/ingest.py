@@ -78,7 +78,10 @@ def ingest(ctx: Context, args: Namespace) -> None:
     else:
         projects = known_projects(rc.store_db)
         pairs = agent_roots(rc, chosen, os.environ, Path.home(), projects)
-    first = plan(rc.store_db, pairs, {a.name: a.version for a in REGISTRY})
+    from helixd.paths import cache_dir
+
+    versions = {a.name: a.version for a in REGISTRY}
+    first = plan(rc.store_db, pairs, versions, listings=cache_dir() / "listings.json")
     if first.idle:
         summary = idle_summary(first, rc.store_db, pairs, started)
     else:

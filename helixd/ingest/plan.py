@@ -13,6 +13,7 @@ Light: the standard library, the adapters' registry and the light store modules.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from typing import Any
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
 from helixd.sources.discover import discover
-from helixd.sources.filestat import stat_db, stat_file
-from helixd.sources.gate import Refused
+from helixd.sources.filestat import stat_db
+from helixd.sources.gate import NOT_REGULAR, Refused, refusal
+from helixd.sources.listings import Listings, cache_key
 from helixd.store import queries
 from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
@@ -40,7 +42,54 @@ class Plan:
     stale_files: int = 0
 
 
-def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, int]) -> Plan:
+def plan(
+    db: Path,
+    pairs: Iterable[tuple[Adapter, Path]],
+    versions: dict[str, int],
+    listings: Path | None = None,
+) -> Plan:
+    """``listings``: the file keeping the walk's directory listings between runs
+    (``helixd.sources.listings``; None: every directory is listed)."""
+    facts = _facts(db, versions)
+    if isinstance(facts, Plan):
+        return facts
+    known: dict[str, tuple[Any, ...]] = facts["files"]
+    seen: set[str] = set()
+    kept = None
+    if listings is not None:
+        from helixd import __version__
+
+        kept = Listings.load(listings, cache_key(__version__))
+    walk = discover(pairs, listings=kept)
+    found = 0
+    for src in walk:
+        found += 1
+        path = src.path
+        try:
+            now = _stamp(path, bool(src.adapter.tables))
+        except Refused:
+            continue  # not a regular file, or cannot be looked at: the full ingest counts it
+        if now is None:
+            return Plan(False, f"{path} vanished during the scan")
+        cursor = known.get(path)
+        if cursor is None:
+            return Plan(False, f"new file {path}")
+        if cursor[:4] != now:
+            return Plan(False, f"{path} changed")
+        seen.add(path)
+    if kept is not None:
+        kept.save()  # the whole walk ran: what it used is kept for the next
+    if walk.skipped:  # the full ingest counts and names what cannot be read
+        return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
+    gone = _vanished(known, seen, {os.fspath(root) for _, root in pairs})
+    if gone is not None:
+        return Plan(False, f"{gone} vanished")
+    return Plan(True, "nothing new", found, facts["stale"])
+
+
+def _facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
+    """The cursors and the store's state (``queries.rescan_facts``), or the plan that the
+    store itself calls for (none yet, a migration, digests due, unreadable)."""
     if not db.is_file():
         return Plan(False, "no store yet")
     try:
@@ -57,30 +106,25 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
         return Plan(False, "the store needs a migration")
     if facts["waiting"]:
         return Plan(False, "digests are due")
-    known: dict[str, tuple[Any, ...]] = facts["files"]
-    seen: set[str] = set()
-    found = 0
-    walk = discover(pairs)
-    for src in walk:
-        found += 1
-        try:
-            st = stat_db(src.path) if src.adapter.tables else stat_file(src.path)
-        except Refused:
-            continue  # not a regular file: the full ingest counts it
-        if st is None:
-            return Plan(False, f"{src.path} vanished during the scan")
-        cursor = known.get(src.path)
-        if cursor is None:
-            return Plan(False, f"new file {src.path}")
-        if cursor[:4] != (st.size, st.mtime_ns, st.ino, st.dev):
-            return Plan(False, f"{src.path} changed")
-        seen.add(src.path)
-    if walk.skipped:  # the full ingest counts and names what cannot be read
-        return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
-    gone = _vanished(known, seen, {os.fspath(root) for _, root in pairs})
-    if gone is not None:
-        return Plan(False, f"{gone} vanished")
-    return Plan(True, "nothing new", found, facts["stale"])
+    return facts
+
+
+def _stamp(path: str, database: bool) -> tuple[int, int, int, int] | None:
+    """``(size, mtime_ns, ino, dev)`` as a cursor records them (None: gone); ``Refused``
+    when it is not a regular file.  A line file: ``filestat.stat_file`` without its record
+    (one ``lstat`` for each of thousands of files)."""
+    if database:
+        st = stat_db(path)
+        return None if st is None else (st.size, st.mtime_ns, st.ino, st.dev)
+    try:
+        ls = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise refusal(path, exc) from None
+    if not stat.S_ISREG(ls.st_mode):
+        raise Refused(path, NOT_REGULAR)
+    return (ls.st_size, ls.st_mtime_ns, ls.st_ino, ls.st_dev)
 
 
 def _vanished(known: dict[str, tuple[Any, ...]], seen: set[str], roots: set[str]) -> str | None:

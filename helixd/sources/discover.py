@@ -35,6 +35,7 @@ from helixd.sources.gate import (
     kind_of,
     reason_of,
 )
+from helixd.sources.listings import Listings, Stamp, stamp
 
 __all__ = ["Discovery", "Skip", "Source", "Trace", "discover", "survey", "unreadable_summary"]
 
@@ -114,7 +115,9 @@ class Discovery:
     each sorted) and yields the claimed regular files; ``skipped`` then lists what could not
     be read.  ``check_access`` also tests each file for read permission (``os.access``), for
     reports that open nothing (``helixctl status``, ``doctor``).  ``held``: files the caller
-    holds back for now (the daemon's failing files waiting out a backoff) are not yielded."""
+    holds back for now (the daemon's failing files waiting out a backoff) are not yielded.
+    ``listings``: a directory unchanged since the walk that kept it is not listed again
+    (``helixd.sources.listings``; ``helixctl ingest``'s first step)."""
 
     def __init__(
         self,
@@ -123,11 +126,13 @@ class Discovery:
         check_access: bool = False,
         held: Callable[[str], object] | None = None,
         trace: Trace | None = None,
+        listings: Listings | None = None,
     ) -> None:
         self.gate = roots if isinstance(roots, Gate) else Gate(roots)
         self.check_access = check_access
         self.held = held
         self.trace = trace
+        self.listings = listings
         self.skipped: list[Skip] = []
         self._recorded: set[str] = set()
 
@@ -182,53 +187,113 @@ class Discovery:
 
     def _walk(self, root: Root, reals: set[str], seen: set[str]) -> Iterator[Source]:
         """``reals``: every root's real path (this one's too: its own path is never a
-        subdirectory of itself)."""
-        matches = root.adapter.matches
+        subdirectory of itself).  With ``listings``, a directory unchanged since the last
+        walk is not listed again: its kept files and subdirectories are taken (one ``stat``)."""
         deepest = root.adapter.max_depth
         stack = [(root.path, "")]
         trace = self.trace
+        listings = self.listings
+        scope = f"{root.adapter.name}:{root.adapter.version}:{deepest}:{root.path}"
+        if listings is not None:
+            listings.walking(scope)
         while stack:
             dirpath, prefix = stack.pop()
             descend = deepest is None or prefix.count("/") < deepest
             if trace is not None:
                 trace.dirs[dirpath] = _ctime(dirpath)  # before the listing: a change after it shows
-            try:
-                with os.scandir(dirpath) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError as exc:
-                self._skip(dirpath, reason_of(exc), exc.strerror or str(exc))
-                continue
+            before = None
+            if listings is not None:
+                before = stamp(dirpath, follow=not prefix)  # before the listing, as the trace
+                kept = listings.get(scope, dirpath, before)
+                if kept is not None:
+                    files, dirs = kept
+                    at = dirpath.rstrip("/") + "/"  # the entries' paths, as scandir's
+                    for name in files:
+                        src = self._file(root, at + name, prefix + name, seen)
+                        if src is not None:
+                            yield src
+                    if descend:
+                        real = root.real.rstrip("/") + "/"
+                        stack.extend(
+                            (at + name, prefix + name + "/")
+                            for name in reversed(dirs)
+                            if real + prefix + name not in reals
+                        )
+                    continue
             subdirs: list[tuple[str, str]] = []
-            for entry in entries:
-                rel = prefix + entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if matches(rel):
-                            self._skip(entry.path, NOT_REGULAR, "a directory")
-                        if descend and os.path.join(root.real, rel) not in reals:
-                            subdirs.append((entry.path, rel + "/"))  # not another root's own
-                        continue
-                    if entry.is_symlink():
-                        self._link(entry.path, matches(rel))
-                        continue
-                    if not matches(rel):
-                        continue
-                    if not entry.is_file(follow_symlinks=False):
-                        mode = entry.stat(follow_symlinks=False).st_mode
-                        self._skip(entry.path, NOT_REGULAR, kind_of(mode))
-                        continue
-                except OSError:
-                    continue  # gone between the listing and its type check
-                if entry.path in seen or (self.held is not None and self.held(entry.path)):
-                    continue
-                if self.check_access and not self._readable(entry.path):
-                    self._skip(entry.path, DENIED)
-                    continue
-                seen.add(entry.path)
-                src = Source(root.adapter, root.path, entry.path, rel)
-                self._companion(src)
-                yield src
+            yield from self._list(
+                root, dirpath, prefix, descend, reals, seen, subdirs, scope, before
+            )
             stack.extend(reversed(subdirs))
+
+    def _list(
+        self,
+        root: Root,
+        dirpath: str,
+        prefix: str,
+        descend: bool,
+        reals: set[str],
+        seen: set[str],
+        subdirs: list[tuple[str, str]],
+        scope: str,
+        before: Stamp | None,
+    ) -> Iterator[Source]:
+        """List ``dirpath``: yield its claimed files, add the subdirectories to walk to
+        ``subdirs``, record what cannot be read, and keep a clean listing (``listings``)."""
+        matches = root.adapter.matches
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self._skip(dirpath, reason_of(exc), exc.strerror or str(exc))
+            return
+        clean = True  # every entry a plain file or directory, its type read: keepable
+        claimed: list[str] = []
+        names: list[str] = []
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    names.append(entry.name)
+                    if matches(rel):
+                        clean = False
+                        self._skip(entry.path, NOT_REGULAR, "a directory")
+                    if descend and os.path.join(root.real, rel) not in reals:
+                        subdirs.append((entry.path, rel + "/"))  # not another root's own
+                    continue
+                if entry.is_symlink():
+                    clean = False
+                    self._link(entry.path, matches(rel))
+                    continue
+                if not matches(rel):
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    clean = False
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    self._skip(entry.path, NOT_REGULAR, kind_of(mode))
+                    continue
+            except OSError:
+                clean = False
+                continue  # gone between the listing and its type check
+            claimed.append(entry.name)
+            src = self._file(root, entry.path, rel, seen)
+            if src is not None:
+                yield src
+        if self.listings is not None and clean:
+            self.listings.put(scope, dirpath, before, claimed, names)
+
+    def _file(self, root: Root, path: str, rel: str, seen: set[str]) -> Source | None:
+        """A claimed regular file found under ``root``: its source, once, unless held back
+        or (``check_access``) unreadable."""
+        if path in seen or (self.held is not None and self.held(path)):
+            return None
+        if self.check_access and not self._readable(path):
+            self._skip(path, DENIED)
+            return None
+        seen.add(path)
+        src = Source(root.adapter, root.path, path, rel)
+        self._companion(src)
+        return src
 
     def _companion(self, src: Source) -> None:
         """The small file the adapter reads beside ``src`` (a subagent's ``.meta.json``):
@@ -283,10 +348,13 @@ class Discovery:
 
 
 def discover(
-    roots: Gate | Iterable[tuple[Adapter, Path]], held: Callable[[str], object] | None = None
+    roots: Gate | Iterable[tuple[Adapter, Path]],
+    held: Callable[[str], object] | None = None,
+    listings: Listings | None = None,
 ) -> Discovery:
-    """Every file under each existing root that its adapter claims (see ``Discovery``)."""
-    return Discovery(roots, held=held)
+    """Every file under each existing root that its adapter claims (see ``Discovery``);
+    ``listings``: directories unchanged since the last walk are not listed again."""
+    return Discovery(roots, held=held, listings=listings)
 
 
 def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> dict[str, Any]:

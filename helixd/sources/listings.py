@@ -1,0 +1,138 @@
+"""What the last walk found in each directory, kept between runs of ``helixctl ingest``, exact.
+
+A re-scan with nothing new lists every directory under the roots again (a ``scandir``, a sort
+and an adapter's ``matches`` per entry), only to find what it found last time.  A directory's
+listing changes only when its ``st_ctime_ns`` does: creating, removing or renaming an entry
+in it (or a ``chmod`` of it) sets its ctime and mtime; a file appended to changes neither
+(its own size and mtime do, and the plan still ``lstat``s every file).  So
+``<cache dir>/listings.json`` (0600) keeps, per adapter and directory, the directory's
+identity and times and what the walk decided there — the claimed regular files and the
+subdirectories, in name order — and a walk that finds the directory with the same device,
+inode, ctime and mtime (one ``stat``) takes them instead of listing it.
+
+Exact by construction:
+
+* a directory is kept only when its listing was clean: no link, no claimed name that is not
+  a regular file, no entry whose type could not be read (such a directory is listed on every
+  walk, as before);
+* the ctime and mtime are taken *before* the listing, and a directory changed within the last
+  ``RACY_NS`` of it is not kept (git's "racy" rule: an entry created in the same clock tick as
+  the recorded time would leave the times equal; 2 s covers coarse file-system clocks too);
+* a directory replaced by another (``mv new old``) has another inode; one renamed away and
+  back changed its parent, which is then listed again;
+* the key holds the Helix version (the adapters' rules) and each entry the adapter's name,
+  version and depth limit, and the root it was walked from; anything unreadable or of another
+  shape is ignored (the walk lists again);
+* the file is replaced atomically (``filemodes.write_private``: 0600 in a 0700 directory),
+  and only when a listing changed; a cache that cannot be written is no error.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+RACY_NS = 2_000_000_000
+
+# a directory's identity and times: (st_dev, st_ino, st_ctime_ns, st_mtime_ns)
+Stamp = tuple[int, int, int, int]
+
+
+def stamp(path: str, follow: bool) -> Stamp | None:
+    """The directory's identity and times; None when it is not a directory (or is gone)."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+
+
+class Listings:
+    """The kept listings of one walk's directories: ``get`` one still valid, ``put`` a fresh
+    clean one, ``save`` what this walk used.  A scope (an adapter and a root) the walk
+    entered keeps only the directories it met this time; the others' entries stay as they
+    were (``helixctl ingest --agent`` walks a few roots)."""
+
+    def __init__(self, path: Path, key: str, entries: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.key = key
+        self.entries: dict[str, Any] = entries or {}
+        self.used: dict[str, Any] = {}
+        self.walked: set[str] = set()
+        self.changed = False
+        self.hits = 0
+
+    @classmethod
+    def load(cls, path: Path, key: str) -> Listings:
+        import orjson
+
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return cls(path, key)
+        if not isinstance(doc, dict) or doc.get("key") != key:
+            return cls(path, key)
+        entries = doc.get("dirs")
+        return cls(path, key, entries if isinstance(entries, dict) else None)
+
+    def walking(self, scope: str) -> None:
+        self.walked.add(scope)
+
+    def get(
+        self, scope: str, dirpath: str, now: Stamp | None
+    ) -> tuple[list[str], list[str]] | None:
+        """``(files, subdirectories)`` kept for ``dirpath`` walked in ``scope`` (the adapter and
+        root) when its stamp ``now`` is the one recorded, else None."""
+        name = scope + "\0" + dirpath
+        entry = self.entries.get(name)
+        if now is None or not isinstance(entry, list) or len(entry) != 3:
+            return None
+        kept, files, dirs = entry
+        if not isinstance(kept, list) or tuple(kept) != now:
+            return None
+        if not (isinstance(files, list) and isinstance(dirs, list)):
+            return None
+        if not all(isinstance(n, str) for n in files) or not all(isinstance(n, str) for n in dirs):
+            return None
+        self.used[name] = entry
+        self.hits += 1
+        return files, dirs
+
+    def put(
+        self, scope: str, dirpath: str, before: Stamp | None, files: list[str], dirs: list[str]
+    ) -> None:
+        """Keep a clean listing of ``dirpath`` taken after ``before`` (its stamp) — unless the
+        directory changed within ``RACY_NS`` of now (a change in the same tick could hide)."""
+        if before is None:
+            return
+        if max(before[2], before[3]) >= time.time_ns() - RACY_NS:
+            return
+        self.used[scope + "\0" + dirpath] = [list(before), files, dirs]
+        self.changed = True
+
+    def save(self) -> None:
+        """Write what this walk used (and the entries of scopes it did not enter), when
+        anything differs from what was read."""
+        others = {k: v for k, v in self.entries.items() if k.split("\0", 1)[0] not in self.walked}
+        if not self.changed and len(others) + len(self.used) == len(self.entries):
+            return
+        import orjson
+
+        from helixd.filemodes import private_dir, write_private
+
+        try:
+            private_dir(self.path.parent)
+            doc = {"key": self.key, "dirs": {**others, **self.used}}
+            write_private(self.path, orjson.dumps(doc))
+        except OSError:
+            return
+
+
+def cache_key(version: str) -> str:
+    return f"{FORMAT}:{version}"
