@@ -82,6 +82,28 @@ def test_opencode_database_is_watched_and_a_write_to_its_wal_is_read(
     assert daemon.stop() == 0
 
 
+def test_opencode_storage_tree_is_watched(daemon: Helixd, home: Path) -> None:
+    """OpenCode's JSON tree under ``~/.local/share/opencode/storage``: the parts written,
+    then the session and message files (as a reply ends: its message is rewritten last)
+    reach ``lookup``; the message file rewritten in place with its final tokens re-reads
+    that message with its parts, and the digest shows them."""
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    storage.mkdir(parents=True)
+    daemon.start()
+    tree = FIX / "opencode_tree"
+    shutil.copytree(tree / "part", storage / "part")
+    shutil.copytree(tree / "session", storage / "session")
+    shutil.copytree(tree / "message", storage / "message")
+    uid = "opencode:ses_helix_usage"
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 340 + 45, 15, "opencode tree")
+    msg = storage / "message" / "ses_helix_usage" / "msg_a1.json"
+    data = json.loads(msg.read_text())
+    data["tokens"]["output"] = 400
+    msg.write_text(json.dumps(data, indent=2))
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 400 + 45, 15, "rewritten message")
+    assert daemon.stop() == 0
+
+
 def test_kiro_workspace_sessions_are_watched(daemon: Helixd, home: Path) -> None:
     """A Kiro workspace directory and session document appearing under the default root
     (``$XDG_CONFIG_HOME/Kiro/User/globalStorage/kiro.kiroagent/workspace-sessions``)."""

@@ -44,6 +44,7 @@ CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
     ("cursor_ide", "cursor_ide", "ADAPTER"),
     # issue 16's missing agents
     ("opencode", "opencode", "ADAPTER"),
+    ("opencode_tree", "opencode_tree", "ADAPTER"),
     ("kiro", "kiro", "ADAPTER"),
     ("kiro_cli", "kiro_cli", "ADAPTER"),
     ("cursor_agent", "cursor_agent", "ADAPTER"),

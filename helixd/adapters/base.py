@@ -102,7 +102,13 @@ class Adapter:
     (None: any) is how many directory levels below a root the agent's files lie at most: a
     walk goes no deeper and a root whose files lie at its top (0) is watched without its
     subdirectories (OpenCode's data directory also holds snapshot repositories and logs that
-    are not Helix's to list or watch)."""
+    are not Helix's to list or watch).  ``bundle(rel)`` names the directory (relative to the
+    root) whose files belong with the matched file: the two are read together as one
+    document of one line per file (``helixd/sources/bundle.py``; OpenCode's JSON tree, where a
+    message's parts lie in ``part/<message id>/``), re-read whole when any of them changes.
+    ``agent``: the agent whose sessions the records are, when another adapter reads the same
+    agent's sessions from another store (OpenCode's JSON tree and ``opencode.db``: one
+    session, one usage row per message); empty: ``name``."""
 
     name: str
     version: int
@@ -118,3 +124,10 @@ class Adapter:
     tables: tuple[Table, ...] = ()
     project_files: tuple[str, ...] = ()
     max_depth: int | None = None
+    bundle: Callable[[str], str | None] = _no_sidecar
+    agent: str = ""
+
+    @property
+    def owner(self) -> str:
+        """The agent name the records carry (``agent``, else ``name``)."""
+        return self.agent or self.name

@@ -21,8 +21,8 @@ from typing import Any
 
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
+from helixd.sources.bundle import stat_source
 from helixd.sources.discover import discover
-from helixd.sources.filestat import stat_db, stat_file
 from helixd.sources.gate import Refused
 from helixd.store import queries
 from helixd.store.readonly import NoStore, open_reader
@@ -64,7 +64,7 @@ def plan(db: Path, pairs: Iterable[tuple[Adapter, Path]], versions: dict[str, in
     for src in walk:
         found += 1
         try:
-            st = stat_db(src.path) if src.adapter.tables else stat_file(src.path)
+            st = stat_source(src)
         except Refused:
             continue  # not a regular file: the full ingest counts it
         if st is None:
