@@ -47,6 +47,7 @@ CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
     ("opencode_tree", "opencode_tree", "ADAPTER"),
     ("kiro", "kiro", "ADAPTER"),
     ("kiro_cli", "kiro_cli", "ADAPTER"),
+    ("kiro_sessions", "kiro_sessions", "ADAPTER"),
     ("cursor_agent", "cursor_agent", "ADAPTER"),
     ("cursor_cli", "cursor_cli", "ADAPTER"),
 )
