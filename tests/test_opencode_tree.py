@@ -200,3 +200,28 @@ def test_never_reads_outside_its_root(tmp_path: Path) -> None:
         data, st = bundle.read_bundle(src)
         assert b"outside" not in data and data.count(b"\n") == 1
         assert bundle.stat_bundle(src) == st
+
+
+async def test_secrets_in_a_part_are_masked_in_the_store(tmp_path: Path) -> None:
+    """Every planted secret family in a part's text and a tool's output: none reaches the
+    raw lines or the events (the bundle's lines are redacted like any file's)."""
+    from tests.db_snapshot import snapshot
+    from tests.secret_corpus import FAMILIES
+
+    root = tmp_path / "storage"
+    _write(root / "message" / "s" / "m1.json", {"id": "m1", "sessionID": "s", "role": "user"})
+    text = "\n".join(t for t, _ in FAMILIES.values())
+    _write(root / "part" / "m1" / "p1.json", {"id": "p1", "type": "text", "text": text})
+    out = {"status": "completed", "input": {"command": "env"}, "output": text}
+    _write(root / "part" / "m1" / "p2.json", {"id": "p2", "type": "tool", "state": out})
+    db = tmp_path / "h.db"
+    async with await Store.open(db) as store:
+        stats = await Ingestor(store).backfill(discover([(adapter_named("opencode_tree"), root)]))
+    assert stats.events == 3 and stats.redactions > 0
+    raw = b"".join(snapshot(db)["raw"].values())
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    bodies = "\n".join(str(r) for r in con.execute("SELECT summary, body FROM events"))
+    con.close()
+    needles = [n for _, ns in FAMILIES.values() for n in ns]
+    assert needles and raw
+    assert [n for n in needles if n.encode() in raw or n in bodies] == []
