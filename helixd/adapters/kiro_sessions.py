@@ -12,8 +12,9 @@ constructed from them.
   content[], meta}}``: ``Prompt`` (``content[]`` of ``{"kind": "text", "data": …}``;
   ``meta.timestamp`` in epoch seconds) → ``user_msg``; ``AssistantMessage`` → its text as
   ``assistant_msg`` (a reply streams as several records sharing one ``message_id``: one
-  event each, keyed by the record's offset), ``thinking`` blocks, and a ``tool_call`` per
-  ``{"kind": "toolUse", "data": {toolUseId, name, input}}``; ``ToolResults`` → a
+  event each, keyed by the id and a checksum of the piece's text), ``thinking`` blocks,
+  and a ``tool_call`` per ``{"kind": "toolUse", "data": {toolUseId, name, input}}``;
+  ``ToolResults`` → a
   ``tool_result`` per ``{"kind": "toolResult", "data": {toolUseId, content[], status}}``
   (``content[]`` of ``text`` or ``json`` — a shell's ``{exit_status, stdout, stderr}``).
   Only the prompt carries a time: the reply and its calls take the prompt's.
@@ -37,6 +38,7 @@ constructed from them.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -158,6 +160,10 @@ def _result_text(blocks: Any) -> str:
     return "\n".join(out)
 
 
+def _crc(text: str) -> str:
+    return f"{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
+
+
 def _content(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -223,8 +229,9 @@ class _Run(Turns):
         if kind == "Prompt":
             self.ts = parse_ts(get_dict(data, "meta").get("timestamp")) or self.ts
             self.session(self.ts)
-            key = mid or f"prompt@{offset}"
-            self.emit(self.uid, key, "user_msg", (self.ts, offset), "user", _texts(blocks))
+            text = _texts(blocks)
+            key = mid or f"prompt:{_crc(text)}"
+            self.emit(self.uid, key, "user_msg", (self.ts, offset), "user", text)
         elif kind == "AssistantMessage":
             self.session(None)
             self.assistant_v2(offset, mid, blocks)
@@ -244,12 +251,15 @@ class _Run(Turns):
 
     def assistant_v2(self, offset: int, mid: str, blocks: Any) -> None:
         at = (self.ts, offset)
-        key = f"{mid or 'reply'}@{offset}"  # the pieces of one streamed reply share the id
+        # the pieces of one streamed reply share its id: each is keyed by its text too, so
+        # a key depends on its own record alone (not on its offset or on the other pieces)
         thought = _texts(blocks, "thinking")
         if thought:
-            self.emit(self.uid, f"{key}:thinking", "thinking", at, "assistant", thought)
+            key = f"{mid or 'reply'}:{_crc(thought)}:thinking"
+            self.emit(self.uid, key, "thinking", at, "assistant", thought)
         text = _texts(blocks)
         if text:
+            key = f"{mid or 'reply'}:{_crc(text)}"
             self.emit(self.uid, key, "assistant_msg", at, "assistant", text)
         for block in blocks if isinstance(blocks, list) else []:
             if not isinstance(block, dict) or block.get("kind") != "toolUse":
@@ -267,7 +277,7 @@ class _Run(Turns):
         ts = parse_ts(obj.get("timestamp")) or self.ts
         self.ts = ts
         self.session(ts)
-        eid = get_str(obj, "id") or f"line@{offset}"
+        eid = get_str(obj, "id") or f"line:{_crc(dump(obj).decode('utf-8', 'replace'))}"
         at = (ts, offset)
         if "payload" not in obj:  # an older IDE line: {"role", "content"}
             role = get_str(obj, "role")

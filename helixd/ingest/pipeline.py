@@ -762,7 +762,9 @@ def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
 
 def _stat(src: Source) -> FileStat | None:
     """A source's stat as the cursor compares it (a database with its ``-wal``)."""
-    return bundle.stat_source(src)
+    if src.adapter.tables:
+        return dbsource.stat_db(src.path)
+    return bundle.stat_bundle(src) if bundle.members_dir(src) is not None else stat_file(src.path)
 
 
 def _job(pool: ParsePool, run: _FileRun, piece: Piece) -> PieceJob:
