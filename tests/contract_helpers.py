@@ -11,7 +11,8 @@ from typing import Any
 
 from helixd.adapters import Adapter, Chunk, FileContext, Table
 from helixd.core.records import Parsed
-from helixd.sources import sqlite
+from helixd.sources import bundle, sqlite
+from helixd.sources.gate import Source
 from helixd.store import agentdb
 from helixd.store.writer import _merge_infos
 
@@ -33,8 +34,15 @@ def samples(adapter: Adapter, max_bytes: int = 400_000) -> list[tuple[Path, str]
 
 def sample_bytes(adapter: Adapter, path: Path) -> bytes:
     """What the adapter is given for a fixture file: its bytes, or for a SQLite source the
-    row lines of a first read (``helixd/sources/sqlite.py``)."""
-    return _rows(adapter, path) if adapter.tables else path.read_bytes()
+    row lines of a first read (``helixd/sources/sqlite.py``), or for a file read with its
+    members the bundle's lines (``helixd/sources/bundle.py``)."""
+    if adapter.tables:
+        return _rows(adapter, path)
+    base = FIXTURES / adapter.name
+    rel = path.relative_to(base).as_posix() if path.is_relative_to(base) else ""
+    if rel and adapter.bundle(rel) is not None:
+        return bundle.read_bundle(Source(adapter, str(base), str(path), rel))[0]
+    return path.read_bytes()
 
 
 @cache

@@ -29,11 +29,11 @@ ROLES = set(get_args(Role))
 def test_records_are_well_formed(adapter: Adapter, path: Path, rel: str) -> None:
     data = sample_bytes(adapter, path)
     parsed = adapter.parse(Chunk(data, 0, True, FileContext(str(path), rel)), {})
-    prefix = adapter.name + ":"
+    prefix = adapter.owner + ":"
     assert 0 <= parsed.consumed <= len(data)
     assert orjson.loads(orjson.dumps(parsed.state)) == parsed.state
     for info in parsed.sessions:
-        assert info.agent == adapter.name and info.uid == prefix + info.native_id, info
+        assert info.agent == adapter.owner and info.uid == prefix + info.native_id, info
         assert info.parent_uid is None or info.parent_uid.startswith(prefix), info
     for ev in parsed.events:
         assert ev.kind in EVENT_KINDS, ev

@@ -23,7 +23,7 @@ from helixd.adapters import Adapter, Chunk, FileContext
 from helixd.adapters.registry import REGISTRY
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store
-from tests.contract_helpers import sample_bytes, samples
+from tests.contract_helpers import FIXTURES, sample_bytes, samples
 
 
 def _gives_events(adapter: Adapter, path: Path, rel: str) -> bool:
@@ -102,6 +102,7 @@ async def ingest_as(adapter: Adapter, root: Path, db: Path, *files: Path, rel: s
             shutil.copyfile(f, tmp)
             os.replace(tmp, target)
             _companions(f, target)
+            _members(adapter, f, root, rel)
             stats = await Ingestor(store).backfill(discover([(adapter, root)]))
             assert not stats.errors
             replaced.append(stats.replaced)
@@ -119,6 +120,20 @@ def _companions(f: Path, target: Path) -> None:
         new = f.with_name(f.name + suffix)
         if suffix == "-wal" and new.exists():
             shutil.copyfile(new, old)
+
+
+def _members(adapter: Adapter, f: Path, root: Path, rel: str) -> None:
+    """A file read with a directory of members (OpenCode's message and its parts,
+    ``helixd/sources/bundle.py``): the new file's members replace the old ones, in the
+    directory the name ``rel`` points at."""
+    where = adapter.bundle(rel)
+    if where is None:
+        return
+    base = FIXTURES / adapter.name
+    shutil.rmtree(root / where, ignore_errors=True)
+    found = adapter.bundle(f.relative_to(base).as_posix())
+    if found is not None and (base / found).is_dir():
+        shutil.copytree(base / found, root / where)
 
 
 @pytest.mark.parametrize(("adapter", "kind"), CASES)

@@ -82,6 +82,61 @@ def test_opencode_database_is_watched_and_a_write_to_its_wal_is_read(
     assert daemon.stop() == 0
 
 
+def test_opencode_storage_tree_is_watched(daemon: Helixd, home: Path) -> None:
+    """OpenCode's JSON tree under ``~/.local/share/opencode/storage``: the parts written,
+    then the session and message files (as a reply ends: its message is rewritten last)
+    reach ``lookup``; the message file rewritten in place with its final tokens re-reads
+    that message with its parts, and the digest shows them."""
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    storage.mkdir(parents=True)
+    daemon.start()
+    tree = FIX / "opencode_tree"
+    shutil.copytree(tree / "part", storage / "part")
+    shutil.copytree(tree / "session", storage / "session")
+    shutil.copytree(tree / "message", storage / "message")
+    uid = "opencode:ses_helix_usage"
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 340 + 45, 15, "opencode tree")
+    msg = storage / "message" / "ses_helix_usage" / "msg_a1.json"
+    data = json.loads(msg.read_text())
+    data["tokens"]["output"] = 400
+    msg.write_text(json.dumps(data, indent=2))
+    wait_for(lambda: _output(stored_digest(daemon.db, uid)) == 400 + 45, 15, "rewritten message")
+    assert daemon.stop() == 0
+
+
+def test_kiro_cli_session_files_are_watched(daemon: Helixd, home: Path) -> None:
+    """A Kiro CLI V2 session (``~/.kiro/sessions/cli/<id>.jsonl`` with its header) appears
+    and grows; a V3 session directory appears under a workspace directory."""
+    root = home / ".kiro" / "sessions"
+    (root / "cli").mkdir(parents=True)
+    daemon.start()
+    fix = FIX / "kiro_sessions"
+    v2 = "cli/3c9d5e2f-8a41-4b6c-9e07-d1f2a3b4c5d6"
+    shutil.copy(fix / f"{v2}.json", root / f"{v2}.json")
+    lines = (fix / f"{v2}.jsonl").read_bytes().splitlines(keepends=True)
+    (root / f"{v2}.jsonl").write_bytes(b"".join(lines[:3]))
+    uid = "kiro_sessions:3c9d5e2f-8a41-4b6c-9e07-d1f2a3b4c5d6"
+    con_events = "SELECT count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
+
+    def events(uid: str) -> int:
+        con = sqlite3.connect(f"file:{daemon.db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute(f"{con_events} WHERE s.uid = ?", (uid,)).fetchone()[0])
+        finally:
+            con.close()
+
+    wait_for(lambda: events(uid) == 7, 15, "kiro v2 first lines")  # prompt, reply, call…
+    with (root / f"{v2}.jsonl").open("ab") as fh:
+        fh.write(b"".join(lines[3:]))
+    wait_for(lambda: events(uid) == 13, 15, "kiro v2 appended lines")
+    shutil.copytree(fix / "9f2c4e1a7b3d", root / "9f2c4e1a7b3d")
+    v3 = "kiro_sessions:sess_5b0e7c2a-1d3f-4e8a-9c6b-2f7a1e4d8c30"
+    wait_for(lambda: events(v3) == 15, 15, "kiro v3 session directory")
+    digest = daemon.lookup(uid)
+    assert digest is not None and digest["usage_recorded"] is False
+    assert daemon.stop() == 0
+
+
 def test_kiro_workspace_sessions_are_watched(daemon: Helixd, home: Path) -> None:
     """A Kiro workspace directory and session document appearing under the default root
     (``$XDG_CONFIG_HOME/Kiro/User/globalStorage/kiro.kiroagent/workspace-sessions``)."""

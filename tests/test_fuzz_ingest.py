@@ -51,6 +51,13 @@ class Source:
     lines: tuple[bytes, ...]
 
 
+def _placed(adapter: Adapter, rel: str) -> str:
+    """Where the file goes below its root: a per-project file (``project_files``, Aider's
+    history kept in a fixture subdirectory) right in the project directory, where discovery
+    looks for it."""
+    return next((p for p in adapter.project_files if rel.endswith("/" + p)), rel)
+
+
 def _corpus() -> list[Source]:
     out = []
     for adapter in REGISTRY:
@@ -61,7 +68,7 @@ def _corpus() -> list[Source]:
                 continue  # whole JSON documents: one line each, nothing around it
             lines = tuple(x for x in path.read_bytes().split(b"\n") if x.strip())
             if len(lines) >= 3:
-                out.append(Source(adapter, rel, lines))
+                out.append(Source(adapter, _placed(adapter, rel), lines))
     return out
 
 
@@ -157,7 +164,11 @@ def _by_line(p: Parsed, starts: list[int]) -> dict[int, set[str]]:
 
 def _line_keyed(src: Source, key: str, data: bytes) -> bool:
     """Keys that belong to one line whatever the others hold: not a Grok message joined
-    from several chunks, not a Codex fork or subagent (its first lines replay a parent)."""
+    from several chunks, not a Codex fork or subagent (its first lines replay a parent), not
+    Aider's (its records have no ids: keyed by byte offset, ``o<offset>``, so a mutated line
+    of another length moves the keys of the lines after it)."""
+    if src.adapter.name in ("aider", "cursor_agent"):
+        return False  # cursor-agent transcripts have no ids either: ``<offset>:<crc>:<i>``
     if src.adapter.name == "grok":
         return not key.startswith("u#")
     if src.adapter.name == "codex":

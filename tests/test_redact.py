@@ -200,3 +200,24 @@ def test_a_companion_file_cut_at_64_kib_keeps_no_readable_part_of_a_secret(tmp_p
     assert stored is not None and len(stored) == SIDECAR_MAX
     assert stored[: len(head)] == head and token[:20] not in stored
     assert stored[len(head) :] == b"[REDACTED:github-tok"
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_json_nested_in_a_row_stays_valid_with_several_secrets(family: str) -> None:
+    """A SQLite row line (``helixd/sources/sqlite.py``) whose ``data`` column is a JSON
+    document holding, in a string, another JSON document: every family three times at each
+    level is masked and every level still parses (a private key cut short was masked
+    through the backslashes of ``\\\\\\"``, unescaping the inner document's closing quote)."""
+    from helixd.sources.sqlite import row_line
+
+    text, needles = FAMILIES[family]
+    several = f"{text} and {text}\n{text}"
+    doc = {"type": "text", "text": several, "nested": json.dumps({"t": several})}
+    line = row_line("part", {"id": "p", "data": json.dumps(doc)})
+    masked, found = redact(line)
+    assert found >= 2 and len(masked) == len(line)  # (a key cut short runs to its end)
+    outer = orjson.loads(masked)
+    inner = orjson.loads(outer["row"]["data"])
+    innermost = orjson.loads(inner["nested"])
+    assert isinstance(innermost, dict) and set(inner) == set(doc)
+    assert [n for n in needles if n.encode() in masked] == []

@@ -54,8 +54,10 @@ CATALOGUE: Final[tuple[tuple[str, str, str], ...]] = (
     ("cursor_ide", "cursor_ide", "ADAPTER"),
     # issue 16's missing agents
     ("opencode", "opencode", "ADAPTER"),
+    ("opencode_tree", "opencode_tree", "ADAPTER"),
     ("kiro", "kiro", "ADAPTER"),
     ("kiro_cli", "kiro_cli", "ADAPTER"),
+    ("kiro_sessions", "kiro_sessions", "ADAPTER"),
     ("cursor_agent", "cursor_agent", "ADAPTER"),
     ("cursor_cli", "cursor_cli", "ADAPTER"),
 )

@@ -136,7 +136,13 @@ class Adapter:
     (None: any) is how many directory levels below a root the agent's files lie at most: a
     walk goes no deeper and a root whose files lie at its top (0) is watched without its
     subdirectories (OpenCode's data directory also holds snapshot repositories and logs that
-    are not Helix's to list or watch)."""
+    are not Helix's to list or watch).  ``bundle(rel)`` names the directory (relative to the
+    root) whose files belong with the matched file: the two are read together as one
+    document of one line per file (``helixd/sources/bundle.py``; OpenCode's JSON tree, where a
+    message's parts lie in ``part/<message id>/``), re-read whole when any of them changes.
+    ``agent``: the agent whose sessions the records are, when another adapter reads the same
+    agent's sessions from another store (OpenCode's JSON tree and ``opencode.db``: one
+    session, one usage row per message); empty: ``name``."""
 
     name: str
     version: int
@@ -153,9 +159,16 @@ class Adapter:
     tables: tuple[Table, ...] = ()
     project_files: tuple[str, ...] = ()
     max_depth: int | None = None
+    bundle: Callable[[str], str | None] = _no_sidecar
+    agent: str = ""
 
     def __post_init__(self) -> None:
         if self.parse is _unset:
             if not self.parser:
                 raise ValueError(f"adapter {self.name!r} names no parser module")
             object.__setattr__(self, "parse", LazyParser(self.parser, self.name))
+
+    @property
+    def owner(self) -> str:
+        """The agent name the records carry (``agent``, else ``name``)."""
+        return self.agent or self.name

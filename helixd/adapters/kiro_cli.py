@@ -25,8 +25,8 @@ the reader follows the evidence (docs/formats-agents.md, "Kiro CLI"):
   (else the request's, else the entry's index), tool calls and results by tool use id: a
   conversation read again (its row rewritten) gives the same keys.
 * **Usage**: none in tokens — Q records request and response sizes in bytes, Kiro credits.
-* **Not read**: Kiro CLI's v2 and v3 engines' session files (``~/.kiro/sessions/``), the
-  ``history`` table of shell commands, ``state`` and ``auth_kv``.
+* **Not read**: the ``history`` table of shell commands, ``state`` and ``auth_kv``.  The
+  V2 and V3 engines' session files (``~/.kiro/sessions/``) are ``kiro_sessions.py``'s.
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ tables, ``message-v2.ts`` for the JSON in ``data``) and ``../shared/notes/format
   is rewritten as the reply completes).  ``step-finish`` parts repeat the same tokens per
   step and the session row keeps their totals: neither is counted.  The message's ``cost``
   is the fact's recorded cost (0: none recorded).
-* **Not read**: the older JSON tree ``storage/{session,message,part}/…``.  OpenCode
-  migrates it into ``opencode.db`` once, on the first start of a version with the
-  database (``storage/json-migration.ts``), and keeps it; reading both would count every
-  migrated session twice.
+* **The older JSON tree** ``storage/{session,message,part}/…`` is read by
+  ``opencode_tree.py`` through these rules and with these identities: OpenCode migrates
+  the tree into ``opencode.db`` once (``storage/json-migration.ts``) and keeps it, and a
+  session in both is one session, each message's tokens one usage row.
 """
 
 from __future__ import annotations

@@ -236,7 +236,11 @@ _PEM_WHOLE = Regex(
     rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[^\"\\]|\\[^\"]){0,20000}?"
     rb"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 )
-_STRING_REST = Regex(rb"(?:[^\"\\\r\n\x80-\xff]|\\[^\"\r\n\x80-\xff]){0,20000}")
+# The rest of the string the key is in.  An escaped backslash is not taken when a quote
+# follows the backslashes: in JSON nested in a JSON string (a row's ``data`` column holding
+# a document whose string holds another document), ``\\\"`` ends an inner string, and
+# masking its backslashes would unescape the quote and break the inner document.
+_STRING_REST = Regex(rb"(?:[^\"\\\r\n\x80-\xff]|\\[^\"\\\r\n\x80-\xff]|\\\\(?!\\*\")){0,20000}")
 
 
 _PEM_BODY_LINE = Regex(rb"\r?\n[A-Za-z0-9+/=]{16,100}(?=\r?\n|$)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import os
 import time
 from collections import deque
@@ -39,6 +40,7 @@ from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
 from helixd.ingest.parsepool import ParsePool, PieceDone, PieceJob, default_workers
 from helixd.ingest.stats import IngestStats
+from helixd.sources import bundle
 from helixd.sources import sqlite as dbsource
 from helixd.sources.discover import Discovery, Source, discover
 from helixd.sources.gate import DENIED, READ_ERROR, SYMLINK, Refused, open_source, refusal
@@ -536,6 +538,9 @@ class Ingestor:
         if src.adapter.tables:
             yield from self._plan_db(src, cursor, stats)
             return
+        if bundle.members_dir(src) is not None:
+            yield from self._plan_bundle(src, cursor, stats)
+            return
         with open_source(src.root, src.rel) as f:
             run = self._open(src, f, cursor, stats)
             for piece in read_pieces(
@@ -558,6 +563,33 @@ class Ingestor:
                         stats.more = True
                         stats.unfinished.append(src.path)
                         break
+        yield _Planned(run, None)
+
+    def _plan_bundle(
+        self, src: Source, cursor: Cursor | None, stats: IngestStats
+    ) -> Iterator[_Planned]:
+        """A file read with its directory of members (``helixd/sources/bundle.py``): one line
+        per file, the whole bundle again on every change (a new generation, as a whole file)."""
+        data, st = bundle.read_bundle(src)
+        f = io.BytesIO(data)
+        run = _FileRun(
+            src=src,
+            st=st,
+            previous=cursor,
+            generation=(cursor.generation + 1) if cursor else 0,
+            head_hash=b"",
+            head_len=0,
+            ctx=FileContext(src.path, src.rel, None),
+            state={},
+            offset=0,
+        )
+        stats.files_read += 1
+        stats.replaced += cursor is not None
+        for piece in read_pieces(f, 0, len(data), self.chunk_bytes, self.max_line_bytes, True):
+            item = _Planned(run, piece)
+            if piece.oversized:
+                item.raw_z, item.raw_z_secrets = compress_range(f, piece.offset, piece.oversized)
+            yield item
         yield _Planned(run, None)
 
     def _plan_db(
@@ -758,7 +790,9 @@ def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
 
 def _stat(src: Source) -> FileStat | None:
     """A source's stat as the cursor compares it (a database with its ``-wal``)."""
-    return dbsource.stat_db(src.path) if src.adapter.tables else stat_file(src.path)
+    if src.adapter.tables:
+        return dbsource.stat_db(src.path)
+    return bundle.stat_bundle(src) if bundle.members_dir(src) is not None else stat_file(src.path)
 
 
 def _job(pool: ParsePool, run: _FileRun, piece: Piece) -> PieceJob:

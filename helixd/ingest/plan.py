@@ -22,9 +22,9 @@ from typing import Any
 
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
+from helixd.sources.bundle import members_dir, stat_source
 from helixd.sources.discover import discover
-from helixd.sources.filestat import stat_db
-from helixd.sources.gate import NOT_REGULAR, Refused, refusal
+from helixd.sources.gate import NOT_REGULAR, Refused, Source, refusal
 from helixd.sources.listings import Listings, cache_key
 from helixd.store import queries
 from helixd.store.readonly import NoStore, open_reader
@@ -66,7 +66,7 @@ def plan(
         found += 1
         path = src.path
         try:
-            now = _stamp(path, bool(src.adapter.tables))
+            now = _stamp(src)
         except Refused:
             continue  # not a regular file, or cannot be looked at: the full ingest counts it
         if now is None:
@@ -109,13 +109,15 @@ def _facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
     return facts
 
 
-def _stamp(path: str, database: bool) -> tuple[int, int, int, int] | None:
+def _stamp(src: Source) -> tuple[int, int, int, int] | None:
     """``(size, mtime_ns, ino, dev)`` as a cursor records them (None: gone); ``Refused``
-    when it is not a regular file.  A line file: ``filestat.stat_file`` without its record
+    when it is not a regular file.  A database (with its ``-wal``) or a bundle (with its
+    members): ``bundle.stat_source``; a line file: ``filestat.stat_file`` without its record
     (one ``lstat`` for each of thousands of files)."""
-    if database:
-        st = stat_db(path)
+    if src.adapter.tables or members_dir(src) is not None:
+        st = stat_source(src)
         return None if st is None else (st.size, st.mtime_ns, st.ino, st.dev)
+    path = src.path
     try:
         ls = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 import structlog
 import zstandard
@@ -65,6 +65,9 @@ def walk_order(c: Cursor) -> tuple[str, tuple[str, ...], str]:
     rel = os.path.relpath(c.path, c.root).replace(os.sep, "/")
     *dirs, name = rel.split("/")
     return c.root, tuple(dirs), name
+
+
+RETAKES: Final = 3  # passes over a graph that moved while the pass replayed
 
 
 class Unrebuildable(Exception):
@@ -176,15 +179,41 @@ async def renormalize(
         # the usual case: one count, no graph (the daemon asks every few minutes); or only
         # files no pass can rebuild are left, as the last pass found
         return stats
-    groups = await store.renormalize_groups(versions)
     finished = True
+    # A group refused because the graph moved while the pass replayed (the same event in two
+    # sources, e.g. OpenCode's tree and database: replaying one gives its events back to
+    # it, linking it to sessions the graph did not join to it) is taken again at once, from
+    # a fresh graph, a few times at most; what is still refused then waits for the next run.
+    for _ in range(RETAKES):
+        stats.retry, stats.skipped = 0, []  # a fresh graph finds again what is left
+        finished = await _pass(store, by_name, versions, stats, should_stop)
+        if not finished or not stats.retry:
+            break
+    if finished and stats.skipped and not stats.retry:
+        # What is still stale now is what no pass can rebuild: remember it.
+        left = await store.stale_file_count(versions)
+        await store.set_renormalize_skipped_mark(f"{sorted(versions.items())} {left}")
+    stats.seconds = time.perf_counter() - started
+    if stats.groups or stats.skipped:
+        log.info("renormalized", **stats.as_dict())
+    return stats
+
+
+async def _pass(
+    store: Store,
+    by_name: dict[str, Adapter],
+    versions: dict[str, int],
+    stats: RenormalizeStats,
+    should_stop: Callable[[], bool] | None,
+) -> bool:
+    """One pass over the stale groups of a fresh graph; False when asked to stop."""
+    groups = await store.renormalize_groups(versions)
     for group in groups:
         if not group.complete:
             stats.skipped.append(f"{len(group.session_ids)} sessions: {group.why}")
             continue
         if should_stop is not None and should_stop():
-            finished = False
-            break
+            return False
         try:
             done = await _replay_group(store, by_name, group)
         except (zstandard.ZstdError, Unrebuildable) as exc:
@@ -203,14 +232,7 @@ async def renormalize(
         stats.files += len(group.cursors)
         stats.bytes += done
         stats.session_ids.extend(group.session_ids)
-    if finished and stats.skipped and not stats.retry:
-        # What is still stale now is what no pass can rebuild: remember it.
-        left = await store.stale_file_count(versions)
-        await store.set_renormalize_skipped_mark(f"{sorted(versions.items())} {left}")
-    stats.seconds = time.perf_counter() - started
-    if stats.groups or stats.skipped:
-        log.info("renormalized", **stats.as_dict())
-    return stats
+    return True
 
 
 async def _replay_group(store: Store, by_name: dict[str, Adapter], group: Group) -> int | None:

@@ -1,0 +1,56 @@
+"""The declaration of the agent parsed by ``helixd.adapters.opencode_tree``: where its files
+are and which ones it claims (plain data and cheap path predicates; importing it loads no
+parser)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from helixd.adapters.base import Adapter
+from helixd.adapters.declared.opencode import NAME as OPENCODE
+
+NAME: Final = "opencode_tree"
+VERSION: Final = 1
+KINDS: Final = ("session", "message")  # the directories whose files are sources
+
+
+def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
+    """``$XDG_DATA_HOME/opencode/storage`` (else ``~/.local/share/opencode/storage``)."""
+    data = environ.get("XDG_DATA_HOME", "").strip()
+    return [(Path(data) if data else home / ".local" / "share") / "opencode" / "storage"]
+
+
+def matches(rel: str) -> bool:
+    """``session/<project>/<id>.json`` and ``message/<session>/<id>.json`` (a message's parts
+    come with it, see ``bundle``)."""
+    parts = rel.split("/")
+    return len(parts) == 3 and parts[0] in KINDS and parts[2].endswith(".json")
+
+
+def bundle(rel: str) -> str | None:
+    """A message's parts: ``part/<message id>/`` (the file's name is its id)."""
+    parts = rel.split("/")
+    if len(parts) == 3 and parts[0] == "message" and parts[2].endswith(".json"):
+        return f"part/{parts[2][: -len('.json')]}"
+    return None
+
+
+def _whole(rel: str) -> bool:
+    return True
+
+
+ADAPTER: Final = Adapter(
+    name=NAME,
+    version=VERSION,
+    parser="opencode_tree",
+    default_roots=default_roots,
+    matches=matches,
+    whole_file=_whole,
+    description="OpenCode's JSON storage tree (~/.local/share/opencode/storage/, older versions)",
+    usage_note="per assistant message (message/<session>/<message>.json: tokens)",
+    max_depth=2,
+    bundle=bundle,
+    agent=OPENCODE,
+)

@@ -1,0 +1,227 @@
+"""OpenCode's JSON storage tree, read a message with its parts (``helixd/sources/bundle.py``).
+
+Golden numbers: the corpus session is counted by hand from its six files (one user text
+part "Hello"; the assistant's message has a completed ``bash`` tool part and a text part
+"Found 2 files."; no tokens); the two constructed sessions were written from the rows of
+``tests/fixtures/opencode/opencode.db`` (``build_fixture.py``), so the tree must give
+exactly the records the database gives for them (the database's golden test pins those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+from helixd.adapters import Chunk, FileContext, adapter_named
+from helixd.core.records import Parsed
+from helixd.ingest.pipeline import Ingestor, discover
+from helixd.sources import bundle
+from helixd.sources.gate import Source
+from helixd.store.database import Store
+from tests.contract_helpers import FIXTURES, sample_bytes
+
+TREE = FIXTURES / "opencode_tree"
+DB = FIXTURES / "opencode" / "opencode.db"
+CONSTRUCTED = ("opencode:ses_helix_usage", "opencode:ses_helix_child")
+
+
+def _parse_tree() -> list[Parsed]:
+    adapter = adapter_named("opencode_tree")
+    out = []
+    for path in sorted(TREE.rglob("*.json")):
+        rel = path.relative_to(TREE).as_posix()
+        if adapter.matches(rel):
+            data = sample_bytes(adapter, path)
+            out.append(adapter.parse(Chunk(data, 0, True, FileContext(str(path), rel)), {}))
+    return out
+
+
+def _db_parsed() -> Parsed:
+    adapter = adapter_named("opencode")
+    return adapter.parse(
+        Chunk(sample_bytes(adapter, DB), 0, True, FileContext(str(DB), "opencode.db")), {}
+    )
+
+
+def test_corpus_session_golden() -> None:
+    events = [
+        e for p in _parse_tree() for e in p.events if e.session_uid == "opencode:s_stage0_small"
+    ]
+    assert sorted((e.kind, e.key) for e in events) == [
+        ("assistant_msg", "p_text_1"),
+        ("tool_call", "p_tool_1"),
+        ("tool_result", "p_tool_1:result"),
+        ("user_msg", "p_user_1"),  # its role is its message's (message/…/m_user_small.json)
+    ]
+    by_key = {e.key: e for e in events}
+    assert by_key["p_user_1"].body == "Hello"
+    assert by_key["p_text_1"].body == "Found 2 files."
+
+
+def test_constructed_sessions_give_the_records_of_the_database() -> None:
+    tree = _parse_tree()
+    db = _db_parsed()
+
+    def events(parsed: list[Parsed]) -> Counter[tuple[str, str, str, str | None]]:
+        return Counter(
+            (e.session_uid, e.key, e.kind, e.body)
+            for p in parsed
+            for e in p.events
+            if e.session_uid in CONSTRUCTED
+        )
+
+    def usage(parsed: list[Parsed]) -> set[tuple[object, ...]]:
+        return {
+            (u.dedup_key, u.session_uid, u.model, u.input_tokens, u.output_tokens)
+            + (u.reasoning_tokens, u.cache_read_tokens, u.cache_write_5m_tokens)
+            + (u.recorded_cost_usd,)
+            for p in parsed
+            for u in p.usage
+            if u.session_uid in CONSTRUCTED
+        }
+
+    assert events(tree) == events([db]) and sum(events(tree).values()) > 10
+    assert usage(tree) == usage([db]) and len(usage(tree)) == 3
+    parents = {s.uid: s.parent_uid for p in tree for s in p.sessions if s.parent_uid}
+    assert parents == {"opencode:ses_helix_child": "opencode:ses_helix_usage"}
+    assert Counter(k for p in tree for k in p.unknown_types) == {"part:hologram": 1}
+    assert not any(p.bad for p in tree)
+
+
+async def _store_rows(db: Path) -> tuple[Counter[str], list[tuple[object, ...]]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        sessions = Counter(
+            uid for (uid,) in con.execute("SELECT uid FROM sessions WHERE agent = 'opencode'")
+        )
+        usage = con.execute(
+            "SELECT u.key, s.uid, u.input, u.output, u.cache_read FROM usage u"
+            " JOIN sessions s ON s.id = u.session_id ORDER BY u.key"
+        ).fetchall()
+    finally:
+        con.close()
+    return sessions, usage
+
+
+def _events(db: Path) -> list[tuple[object, ...]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(
+            "SELECT s.uid, e.ekey, e.kind, e.body FROM events e"
+            " JOIN sessions s ON s.id = e.session_id WHERE s.uid IN (?, ?) ORDER BY 1, 2",
+            CONSTRUCTED,
+        ).fetchall()
+    finally:
+        con.close()
+
+
+async def test_a_session_in_the_tree_and_the_database_is_one_session(tmp_path: Path) -> None:
+    """OpenCode migrated its tree into ``opencode.db`` and kept the files: both are read,
+    in either order, and the store holds each session once, each message's tokens once,
+    and the events the database alone gives."""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    shutil.copy(DB, data / "opencode.db")
+    shutil.copytree(TREE, data / "storage", ignore=shutil.ignore_patterns("*.py", "*.md"))
+    db_only = tmp_path / "db.db"
+    async with await Store.open(db_only) as store:
+        await Ingestor(store).backfill(discover([(adapter_named("opencode"), data)]))
+    pairs = [(adapter_named("opencode"), data), (adapter_named("opencode_tree"), data / "storage")]
+    for order, name in ((pairs, "ab.db"), (pairs[::-1], "ba.db")):
+        async with await Store.open(tmp_path / name) as store:
+            for pair in order:
+                await Ingestor(store).backfill(discover([pair]))
+        sessions, usage = await _store_rows(tmp_path / name)
+        assert sessions["opencode:ses_helix_usage"] == 1
+        assert sessions["opencode:ses_helix_child"] == 1
+        assert usage == (await _store_rows(db_only))[1] and len(usage) == 3
+        assert _events(tmp_path / name) == _events(db_only)
+
+
+def _write(path: Path, obj: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2))
+
+
+def _big_session(root: Path, messages: int) -> None:
+    sid = "ses_big"
+    _write(root / "session" / "proj" / f"{sid}.json", {"id": sid, "directory": "/w", "time": {}})
+    for i in range(messages):
+        mid = f"msg_{i:05d}"
+        role = "user" if i % 2 == 0 else "assistant"
+        _write(
+            root / "message" / sid / f"{mid}.json",
+            {"id": mid, "sessionID": sid, "role": role, "time": {"created": 1_760_000_000 + i}},
+        )
+        part = {"id": f"prt_{i:05d}a", "sessionID": sid, "messageID": mid, "type": "text"}
+        _write(root / "part" / mid / f"prt_{i:05d}a.json", {**part, "text": f"turn {i}"})
+
+
+async def test_a_part_appended_reads_its_message_alone(tmp_path: Path) -> None:
+    """A session of 1 000 messages: a part added to one message re-reads that message and
+    its parts (a few hundred bytes), not the session; with nothing new nothing is read."""
+    root = tmp_path / "storage"
+    _big_session(root, 1000)
+    tree = adapter_named("opencode_tree")
+    async with await Store.open(tmp_path / "h.db") as store:
+        first = await Ingestor(store).backfill(discover([(tree, root)]))
+        mid = "msg_00501"
+        extra = {"id": "prt_00501b", "sessionID": "ses_big", "messageID": mid, "type": "text"}
+        _write(root / "part" / mid / "prt_00501b.json", {**extra, "text": "one more"})
+        second = await Ingestor(store).backfill(discover([(tree, root)]))
+        third = await Ingestor(store).backfill(discover([(tree, root)]))
+        rows = await store.db.execute("SELECT kind, body FROM events WHERE body = 'one more'", ())
+    assert first.files_read == 1001 and first.events == 1000
+    assert second.files_read == 1 and second.events == 2  # the message's two parts
+    assert 0 < second.bytes_read < 1_000 < first.bytes_read // 100
+    assert third.files_read == 0 and third.bytes_read == 0
+    assert [tuple(r) for r in rows] == [("assistant_msg", "one more")]
+
+
+def test_never_reads_outside_its_root(tmp_path: Path) -> None:
+    """A parts directory that is a link, and a part that is a link, are not followed."""
+    outside = tmp_path / "outside"
+    _write(outside / "p.json", {"id": "p_secret", "type": "text", "text": "outside"})
+    root = tmp_path / "storage"
+    _write(root / "message" / "s" / "m1.json", {"id": "m1", "sessionID": "s", "role": "user"})
+    _write(root / "message" / "s" / "m2.json", {"id": "m2", "sessionID": "s", "role": "user"})
+    (root / "part").mkdir()
+    os.symlink(outside, root / "part" / "m1")
+    (root / "part" / "m2").mkdir()
+    os.symlink(outside / "p.json", root / "part" / "m2" / "p.json")
+    tree = adapter_named("opencode_tree")
+    for mid in ("m1", "m2"):
+        rel = f"message/s/{mid}.json"
+        src = Source(tree, str(root), str(root / rel), rel)
+        data, st = bundle.read_bundle(src)
+        assert b"outside" not in data and data.count(b"\n") == 1
+        assert bundle.stat_bundle(src) == st
+
+
+async def test_secrets_in_a_part_are_masked_in_the_store(tmp_path: Path) -> None:
+    """Every planted secret family in a part's text and a tool's output: none reaches the
+    raw lines or the events (the bundle's lines are redacted like any file's)."""
+    from tests.db_snapshot import snapshot
+    from tests.secret_corpus import FAMILIES
+
+    root = tmp_path / "storage"
+    _write(root / "message" / "s" / "m1.json", {"id": "m1", "sessionID": "s", "role": "user"})
+    text = "\n".join(t for t, _ in FAMILIES.values())
+    _write(root / "part" / "m1" / "p1.json", {"id": "p1", "type": "text", "text": text})
+    out = {"status": "completed", "input": {"command": "env"}, "output": text}
+    _write(root / "part" / "m1" / "p2.json", {"id": "p2", "type": "tool", "state": out})
+    db = tmp_path / "h.db"
+    async with await Store.open(db) as store:
+        stats = await Ingestor(store).backfill(discover([(adapter_named("opencode_tree"), root)]))
+    assert stats.events == 3 and stats.redactions > 0
+    raw = b"".join(snapshot(db)["raw"].values())
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    bodies = "\n".join(str(r) for r in con.execute("SELECT summary, body FROM events"))
+    con.close()
+    needles = [n for _, ns in FAMILIES.values() for n in ns]
+    assert needles and raw
+    assert [n for n in needles if n.encode() in raw or n in bodies] == []
