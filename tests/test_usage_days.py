@@ -6,6 +6,7 @@ whole days), equal those computed from the usage facts themselves."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from collections import defaultdict
@@ -225,6 +226,52 @@ def test_the_cost_chart_keeps_the_top_series_and_sums_the_rest_as_other(corpus_s
                 )
             else:
                 assert mq.OTHER not in folded["by"]
+    finally:
+        con.close()
+
+
+def test_the_cost_page_reads_the_usage_once_and_equals_a_read_per_grouping(
+    corpus_store: Path,
+) -> None:
+    """``costs`` reads the usage rollups in one statement (the totals by agent, repo and
+    model, the series and the top sessions are groupings of one priced read) when the
+    series' days are UTC days, and in two when the series has a table of its own (hours, or
+    the buckets in a zone of 1 h 30); each part equals its own read: the totals and the
+    series as ``usage_series`` gives them (tokens exact, dollars to the float summation
+    order), at every step, in zones, of a model."""
+    prices = bundled()[1]
+    con = open_reader(corpus_store)
+    try:
+        for group, step, offset_s, reads in (
+            ("repo", "day", 0, 1),
+            ("agent", "week", 0, 1),
+            ("repo", "day", 5_400, 2),
+            ("model", "hour", 3_600, 2),
+        ):
+            sc = mq.Scope(model="claude-sonnet-4-5") if group == "model" else mq.Scope()
+            read: list[str] = []
+            con.set_trace_callback(read.append)
+            doc = metrics.costs(con, sc, prices, group, step, offset_s, series=None)
+            con.set_trace_callback(None)
+            # the metrics' reads of a rollup (``x``); the price lookup reads the models, the
+            # top sessions' cards those sessions' own rows by id
+            rollups = [q for q in read if re.search(r"FROM usage_(days|buckets|hours) x\b", q)]
+            assert len(rollups) == reads, [q[-160:] for q in rollups]
+            for name, g in (("by_agent", "agent"), ("by_repo", "repo"), ("by_model", "model")):
+                want = metrics.usage_series(con, sc, prices, g, None)["totals"]
+                assert list(doc[name]) == list(want) and want
+                for k, v in want.items():
+                    assert doc[name][k]["total"] == v["total"]
+                    assert doc[name][k]["cost_usd"] == pytest.approx(v["cost_usd"], abs=2e-6)
+            want_series = metrics.usage_series(con, sc, prices, group, step, offset_s)
+            got = doc["over_time"]
+            assert got["keys"] == want_series["keys"] and got["keys"]
+            assert [s["slot"] for s in got["slots"]] == [s["slot"] for s in want_series["slots"]]
+            for mine, theirs in zip(got["slots"], want_series["slots"], strict=True):
+                assert mine["start"] == theirs["start"] and mine["by"].keys() == theirs["by"].keys()
+                for k, v in theirs["by"].items():
+                    assert mine["by"][k]["total"] == v["total"]
+                    assert mine["by"][k]["cost_usd"] == pytest.approx(v["cost_usd"], abs=2e-6)
     finally:
         con.close()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.pricing import price_for
@@ -55,21 +55,18 @@ _TOKEN_NAMES: Final = ("input", "output", "cache_read", "cache_write", "reasonin
                        "responses")  # fmt: skip
 
 
-def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any], usd: float) -> None:
-    """Add ``vec`` and ``usd`` to ``into[key]`` (``[*counters, cost]``): the same additions
-    in the same order as summing dicts, so the floats come out identical."""
+def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any]) -> None:
+    """Add ``vec`` (``[*counters, cost]``) to ``into[key]``, element by element: the same
+    additions in the same order as summing dicts, so the floats come out identical."""
     acc = into.get(key)
-    if acc is None:
-        into[key] = [*vec, 0.0 + usd]
-    else:
-        for n in range(7):
-            acc[n] += vec[n]
-        acc[7] += usd
+    into[key] = vec.copy() if acc is None else [a + b for a, b in zip(acc, vec, strict=True)]
 
 
 def _doc(acc: list[Any]) -> dict[str, Any]:
     """A summed vector as its document (cost rounded)."""
-    return {**dict(zip(_TOKEN_NAMES, acc, strict=False)), "cost_usd": round(acc[7], 6)}
+    doc = dict(zip(_TOKEN_NAMES, acc, strict=False))
+    doc["cost_usd"] = round(acc[7], 6)
+    return doc
 
 
 def _ranked(d: dict[Any, list[Any]]) -> list[Any]:
@@ -90,49 +87,43 @@ def rates(con: sqlite3.Connection, prices: Prices) -> dict[str, tuple[float, ...
     return out
 
 
+def _vec(counters: Sequence[Any]) -> list[Any]:
+    """``[*_TOKEN_NAMES, usd]`` of a priced row's ``(input, output, cache_read,
+    cache_write_5m, cache_write_1h, reasoning, responses, usd)``."""
+    i, o, cr, c5, c1, reasoning, responses, usd = counters
+    i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
+    return [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
+
+
 def _priced(
-    con: sqlite3.Connection,
-    sc: Scope,
-    group: str,
-    step_s: int | None,
-    at: Rates,
-    offset_s: int = 0,
-    keep: Sequence[str] | None = None,
-    top: int | None = None,
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, at: Rates, offset_s: int = 0
 ) -> list[tuple[Any, Any, list[Any]]]:
     """``(slot, key, [*_TOKEN_NAMES, usd])`` per slot and key, priced and summed by the
-    store (keys not in ``keep``, when given, summed under ``mq.OTHER``; with ``top``, only
-    the ``top`` that cost most, ranked as ``_ranked``)."""
-    out = []
-    for slot, key, i, o, cr, c5, c1, reasoning, responses, usd in mq.usage_priced(
-        con, sc, group, step_s, at, offset_s, keep, top=top
-    ):
-        i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
-        vec = [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
-        out.append((slot, key, vec))
-    return out
+    store."""
+    return [
+        (slot, key, _vec(counters))
+        for slot, key, *counters in mq.usage_priced(con, sc, group, step_s, at, offset_s)
+    ]
 
 
-def usage_series(
-    con: sqlite3.Connection,
-    sc: Scope,
-    prices: Prices,
-    group: str = "",
-    step: str | None = "day",
-    offset_s: int = 0,
-    at: Rates | None = None,
-    keep: Sequence[str] | None = None,
+def _series(
+    rows: Iterable[tuple[Any, Any, list[Any]]],
+    group: str,
+    step: str | None,
+    offset_s: int,
+    keep: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per time slot and per ``group`` (agent, repo, model or ''); with
-    ``keep``, the keys not in it summed as one, ``mq.OTHER``."""
+    """The ``usage_series`` document of ``(slot, key, vector)`` rows (one per slot and
+    key); with ``keep``, the keys not in it summed per slot as one, ``mq.OTHER``."""
     step_s = STEPS[step] if step else None
     slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
     totals: dict[str, list[Any]] = {}
-    at = rates(con, prices) if at is None else at
-    for slot, key, vec in _priced(con, sc, group, step_s, at, offset_s, keep):
+    for slot, key, vec in rows:
         k = str(key)
-        slots[slot][k] = vec
-        _add(totals, k, vec, vec[7])
+        if keep is not None and k not in keep:
+            k = mq.OTHER
+        _add(slots[slot], k, vec)
+        _add(totals, k, vec)
     keys = sorted(totals, key=lambda k: (-totals[k][7], -totals[k][5], k))
     return {
         "group": group or None,
@@ -148,6 +139,21 @@ def usage_series(
             for s in sorted(slots)
         ],
     }
+
+
+def usage_series(
+    con: sqlite3.Connection,
+    sc: Scope,
+    prices: Prices,
+    group: str = "",
+    step: str | None = "day",
+    offset_s: int = 0,
+    at: Rates | None = None,
+) -> dict[str, Any]:
+    """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
+    step_s = STEPS[step] if step else None
+    at = rates(con, prices) if at is None else at
+    return _series(_priced(con, sc, group, step_s, at, offset_s), group, step, offset_s)
 
 
 def overview(
@@ -234,20 +240,34 @@ def costs(
     from helixd.query.detail import session_cards
 
     at = rates(con, prices)
-    by: dict[str, dict[Any, list[Any]]] = {
-        g: {str(k): vec for _slot, k, vec in _priced(con, sc, g, None, at)}
-        for g in ("agent", "repo", "model")
-    }
+    by: dict[str, dict[Any, list[Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    over_rows: list[tuple[Any, Any, list[Any]]] = []
+    per_session: dict[int, list[Any]] = {}
+    # one read of the store for the totals by (agent, repo, model), the top sessions and,
+    # when it reads the same table, the series (else the series reads its own)
+    step_s = STEPS[step]
+    one = mq.costs_in_one_pass(sc, step_s, offset_s)
+    if not one:
+        over_rows = _priced(con, sc, group, step_s, at, offset_s)
+    for part, a, b, c, *counters in mq.usage_costs(
+        con, sc, group, step_s if one else None, at, offset_s, top
+    ):
+        vec = _vec(counters)
+        if part == mq.TOTALS:
+            for g, k in (("agent", a), ("repo", b), ("model", c)):
+                _add(by[g], str(k), vec)
+        elif part == mq.SERIES:
+            over_rows.append((a, b, vec))
+        else:
+            per_session[int(a)] = vec
     ranked_keys = _ranked(by.get(group, {}))
     keep = ranked_keys[:series] if series is not None and len(ranked_keys) > series else None
-    over_time = usage_series(con, sc, prices, group, step, offset_s, at, keep)
-    # the sessions that cost most, ranked by the store: only ``top`` rows come back
-    per_session = {int(k): vec for _slot, k, vec in _priced(con, sc, "session", None, at, top=top)}
+    over_time = _series(over_rows, group, step, offset_s, keep)
 
     def ranked(d: dict[Any, list[Any]]) -> dict[Any, dict[str, Any]]:
         return {k: _doc(d[k]) for k in _ranked(d)}
 
-    top_ids = list(per_session)
+    top_ids = _ranked(per_session)
     cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
     total = sum(v[7] for v in by["agent"].values())
     days = len(over_time["slots"]) or 1

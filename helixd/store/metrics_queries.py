@@ -53,11 +53,13 @@ Rates = Mapping[str, Sequence[float]]
 
 
 def _usage_source(
-    sc: Scope, group: str, step_s: int | None, offset_s: int
-) -> tuple[str, str, str, str, list[str], list[Any]]:
-    """``(table, slot, key, model column, where, params)`` of a usage read: ``usage_hours``
-    when it answers (no repo, no session grouping, whole hours), else ``usage_days`` (whole
-    UTC days, and slots of whole days in UTC or none), else ``usage_buckets``."""
+    sc: Scope, group: str, step_s: int | None, offset_s: int, timed_only: bool = True
+) -> tuple[str, str, str, str, list[str], list[Any], str]:
+    """``(table, slot, key, model column, where, params, known)`` of a usage read:
+    ``usage_hours`` when it answers (no repo, no session grouping, whole hours), else
+    ``usage_days`` (whole UTC days, and slots of whole days in UTC or none), else
+    ``usage_buckets``.  ``known`` is the condition of usage of known time, in ``where``
+    when there are slots and ``timed_only``."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
     hourly = (
@@ -98,10 +100,10 @@ def _usage_source(
         where.append(f"{time_col} < ?")
         params.append(-(-sc.until // (unit * 1000)))
     _model_clause(where, params, "x.model", sc.model)
-    if step_s:
+    if step_s and timed_only:
         where.append(known)  # usage of unknown time is in totals, not on a day
     slot = f"({time_col} * {unit} + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
-    return table, slot, key, "x.model", where, params
+    return table, slot, key, "x.model", where, params, known
 
 
 def usage(
@@ -111,7 +113,7 @@ def usage(
     reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
     ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
     id)."""
-    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
+    table, slot, key, model, where, params, _ = _usage_source(sc, group, step_s, offset_s)
     sql = (
         f"SELECT {slot} AS slot, {key} AS k, {model}, {_COUNTERS.format(p='x.')}"
         f" FROM {table}{' WHERE ' + ' AND '.join(where) if where else ''}"
@@ -127,25 +129,16 @@ def usage_priced(
     step_s: int | None,
     rates: Rates,
     offset_s: int = 0,
-    keep: Sequence[str] | None = None,
-    other: str = OTHER,
-    top: int | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(slot, key, input, output, cache_read, cache_write_5m, cache_write_1h, reasoning,
     responses, usd)`` per time slot and ``group`` (as ``usage``, models summed): each
     row's dollars at ``rates`` (a model without one costs 0), summed by SQLite, so only the
-    answer's rows come back.  With ``keep``, every key not in it is summed under ``other``
-    (a chart's series beyond its top N, folded by the store).  With ``top``, only the ``top``
-    rows that cost most (then most tokens, then by key as text) come back, in that order."""
-    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
-    fold: list[Any] = []
-    if keep is not None:
-        key = f"CASE WHEN {key} IN ({','.join('?' * len(keep))}) THEN {key} ELSE ? END"
-        fold = [*keep, other]
-    values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
+    answer's rows come back."""
+    table, slot, key, model, where, params, _ = _usage_source(sc, group, step_s, offset_s)
+    prices, price_args = _price_values(rates)
     sums = ", ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:])
     sql = (
-        f"WITH p (model, i, o, cr, w5, w1) AS (VALUES {values})"
+        f"WITH {prices}"
         f" SELECT g.slot, g.k, {sums}, coalesce(sum((g.input * p.i + g.output * p.o"
         " + g.cache_read * p.cr + g.cache_write_5m * p.w5 + g.cache_write_1h * p.w1) / 1e6), 0.0)"
         f" FROM (SELECT {slot} AS slot, {key} AS k, {model} AS model,"
@@ -153,13 +146,102 @@ def usage_priced(
         f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY slot, k, 3) g"
         " LEFT JOIN p ON p.model = g.model GROUP BY g.slot, g.k"
     )
-    limit: list[Any] = []
-    if top is not None:
-        tokens = " + ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:6])
-        sql += f" ORDER BY 10 DESC, {tokens} DESC, CAST(g.k AS TEXT) LIMIT ?"
-        limit = [top]
-    args = [v for m, r in rates.items() for v in (m, *r)]
-    return con.execute(sql, [*args, *fold, *params, *limit]).fetchall()
+    return con.execute(sql, [*price_args, *params]).fetchall()
+
+
+def _price_values(rates: Rates) -> tuple[str, list[Any]]:
+    """The ``p (model, i, o, cr, w5, w1)`` CTE of ``rates`` and its parameters (one row of
+    no model, so that the VALUES is never empty)."""
+    values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
+    return (
+        f"p (model, i, o, cr, w5, w1) AS (VALUES {values})",
+        [v for m, r in rates.items() for v in (m, *r)],
+    )
+
+
+def _price_case(rates: Rates, row: str) -> tuple[str, list[Any]]:
+    """The dollars of usage row ``row`` at ``rates`` as one CASE on its model (0.0 for a
+    model without a price) and its parameters: per row, cheaper than a join to the rates."""
+    if not rates:
+        return "0.0", []
+    price = (
+        f"({row}.input * ? + {row}.output * ? + {row}.cache_read * ?"
+        f" + {row}.cache_write_5m * ? + {row}.cache_write_1h * ?) / 1e6"
+    )
+    whens = " ".join(f"WHEN ? THEN {price}" for _ in rates)
+    return f"CASE {row}.model {whens} ELSE 0.0 END", [v for m, r in rates.items() for v in (m, *r)]
+
+
+TOTALS, SERIES, SESSIONS = 0, 1, 2  # the parts of a ``usage_costs`` answer
+
+
+def costs_in_one_pass(sc: Scope, step_s: int, offset_s: int = 0) -> bool:
+    """Whether ``usage_costs`` answers the series too: when the table the totals read
+    (``usage_days`` for whole UTC days, else the buckets) has the series' slots; else (the
+    zone's days are not UTC days, or hours) the series reads a table of its own
+    (``usage_priced``: the hours when they answer, else the buckets)."""
+    return (
+        _usage_source(sc, "session", step_s, offset_s)[0]
+        == _usage_source(sc, "session", None, 0)[0]
+    )
+
+
+def usage_costs(
+    con: sqlite3.Connection,
+    sc: Scope,
+    group: str,
+    step_s: int | None,
+    rates: Rates,
+    offset_s: int = 0,
+    top: int = 10,
+) -> list[tuple[Any, ...]]:
+    """A cost page's usage in one statement: ``(part, a, b, c, input, output, cache_read,
+    cache_write_5m, cache_write_1h, reasoning, responses, usd)`` rows where ``part`` is
+    ``TOTALS`` (a, b, c: agent, repo, model; every row of the scope, of known time or not),
+    ``SESSIONS`` (a: the session id; the ``top`` that cost most, then most tokens, then by
+    id as text) or, with ``step_s``, ``SERIES`` (a, b: the time slot and the ``group``
+    key; usage of known time; see ``costs_in_one_pass``).
+
+    The rows in scope are read once (from ``usage_days``, or ``usage_buckets`` summed per
+    slot, session and model, as ``usage_priced`` with the session grouping chooses) and
+    priced row by row (a CASE on the model) into a materialized CTE; the answers are
+    groupings of it: one read of the rollup and its sessions where a pass per grouping read
+    them five times."""
+    if group not in GROUPS or group == "session":
+        raise ValueError(f"unknown group {group!r}")
+    # the totals and sessions want usage of unknown time too: "known" is a column
+    table, slot, _key, model, where, params, known = _usage_source(
+        sc, "session", step_s, offset_s, timed_only=False
+    )
+    # a day's rows are one per (day, session, model) already; buckets are summed to slots
+    regroup = not table.startswith("usage_days")
+    counters = _COUNTERS_AS if regroup else ", ".join(f"{{p}}{c} AS {c}" for c in _USAGE_COLS[1:])
+    price, price_args = _price_case(rates, "g" if regroup else "x")
+    rows = (
+        f"SELECT {slot} AS slot, x.session_id AS sid, s.agent AS agent,"
+        f" coalesce(s.repo, '') AS repo, {model} AS model, {known} AS known,"
+        f" {counters.format(p='x.')}{'' if regroup else f', {price} AS usd'} FROM {table}"
+        f"{' WHERE ' + ' AND '.join(where) if where else ''}"
+    )
+    c = f"SELECT g.*, {price} AS usd FROM ({rows} GROUP BY slot, sid, 5) g" if regroup else rows
+    key = {"": "''", "agent": "c.agent", "repo": "c.repo", "model": "c.model"}[group]
+    sums = ", ".join(f"sum(c.{c})" for c in _USAGE_COLS[1:]) + ", sum(c.usd)"
+    tokens = " + ".join(f"sum(c.{c})" for c in _USAGE_COLS[1:6])
+    series = (
+        f" UNION ALL SELECT {SERIES}, c.slot, {key}, NULL, {sums} FROM c WHERE c.known"
+        f" GROUP BY c.slot, {key}"
+        if step_s
+        else ""
+    )
+    sql = (
+        f"WITH c AS MATERIALIZED ({c})"
+        f" SELECT {TOTALS}, c.agent, c.repo, c.model, {sums} FROM c"
+        f" GROUP BY c.agent, c.repo, c.model{series}"
+        f" UNION ALL SELECT * FROM (SELECT {SESSIONS}, c.sid, NULL, NULL, {sums} FROM c"
+        f" GROUP BY c.sid ORDER BY sum(c.usd) DESC, {tokens} DESC, CAST(c.sid AS TEXT)"
+        " LIMIT ?)"
+    )
+    return con.execute(sql, [*price_args, *params, int(top)]).fetchall()
 
 
 def usage_models(con: sqlite3.Connection) -> list[str]:
