@@ -71,6 +71,8 @@ def start(env: dict[str, str]) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + 120
     while ctl(env, "ping").returncode != 0:
         if time.monotonic() > deadline or proc.poll() is not None:
+            if proc.poll() is None:  # leave no daemon behind
+                stop(proc)
             raise SystemExit("helixd did not come up")
         time.sleep(0.2)
     ctl(env, "flush", "--timeout", "600")
