@@ -14,7 +14,7 @@ from typing import Any
 from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.query import metrics, open_reader
+from helixd.query import metrics, open_reader, signal_metrics
 from helixd.store import metrics_queries as mq
 from helixd.store import tool_rollup
 from helixd.store.database import Store, now_ms
@@ -80,7 +80,7 @@ async def test_tool_calls_per_slot_equal_a_count_of_the_facts(tmp_path: Path) ->
             hi = sc.until if sc.until is not None else span[1]
             for step, step_s in (("day", 86_400), ("hour", 3_600), ("week", 604_800)):
                 for offset_s in (0, 3_600, -19_800, 20_700, -36_000):
-                    doc = metrics.tools(con, sc, step, offset_s)
+                    doc = signal_metrics.tools(con, sc, step, offset_s)
                     want = _truth(rows, lo, hi, step_s, offset_s)
                     first = (lo // 1000 + offset_s) // step_s
                     want = {s: v for s, v in want.items() if first <= s < first + 400}
