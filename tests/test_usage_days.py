@@ -21,6 +21,7 @@ from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query import metrics, open_reader
 from helixd.store import metrics_queries as mq
+from helixd.store import signal_queries as sq
 from helixd.store import usage_days
 from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
@@ -284,7 +285,7 @@ def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path)
         ts = sorted(t for (t,) in con.execute("SELECT ts FROM file_operations WHERE ts > 0"))
         agents = [a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions")]
         for sc in (mq.Scope(), mq.Scope(since=ts[len(ts) // 2]), mq.Scope(agents=agents[:1])):
-            where, params = mq._signal_scope(sc, "f")
+            where, params = sq._signal_scope(sc, "f")
             for limit in (3, 50):
                 want = con.execute(
                     "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
@@ -294,7 +295,7 @@ def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path)
                     " ORDER BY count(*) DESC, f.file_path LIMIT ?",
                     [*params, limit],
                 ).fetchall()
-                assert mq.files(con, sc, limit) == want and want
+                assert sq.files(con, sc, limit) == want and want
     finally:
         con.close()
 

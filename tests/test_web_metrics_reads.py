@@ -15,7 +15,7 @@ from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query import metrics, open_reader, signal_metrics
-from helixd.store import metrics_queries as mq
+from helixd.store import signal_queries as sq
 from helixd.store import tool_rollup
 from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
@@ -141,7 +141,7 @@ async def test_tool_call_hours_equal_the_calls_on_the_real_corpus(tmp_path: Path
             metrics.Scope(since=mid - mid % HOUR_MS, until=span[1] - span[1] % HOUR_MS + HOUR_MS),
             metrics.Scope(agents=("claude",)),
         ):
-            assert mq._hourly(sc)  # the rollup answers
+            assert sq._hourly(sc)  # the rollup answers
             mine = [
                 c
                 for c in calls
@@ -157,13 +157,13 @@ async def test_tool_call_hours_equal_the_calls_on_the_real_corpus(tmp_path: Path
                     st[1] += 1
                     st[2] += dur
                     st[3] = dur if st[3] is None else max(st[3], dur)
-            assert sorted(mq.tools(con, sc)) == sorted((*k, *v) for k, v in stats.items())
+            assert sorted(sq.tools(con, sc)) == sorted((*k, *v) for k, v in stats.items())
             lo = sc.since if sc.since is not None else span[0]
             hi = sc.until if sc.until is not None else span[1]
             for offset_s in (0, 3_600, -18_000):
                 want = _truth([(c[0], c[2]) for c in mine], lo, hi, 86_400, offset_s)
                 got: dict[int, dict[str, int]] = defaultdict(dict)
-                for slot, status, n in mq.tools_per_slot(con, sc, lo, hi, 86_400, offset_s):
+                for slot, status, n in sq.tools_per_slot(con, sc, lo, hi, 86_400, offset_s):
                     got[slot][status] = n
                 assert got == want and got
     finally:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from helixd.core.timeparse import iso
 from helixd.query.metric_units import STEPS, rate, slot_start
-from helixd.store import metrics_queries as mq
+from helixd.store import signal_queries as sq
 from helixd.store.metrics_queries import Scope
 
 __all__ = ["Scope", "acceptance", "files", "test_summary", "tests", "tools"]
@@ -43,7 +43,7 @@ def tools(
     duration p50 / p95 (exact: an offset into the duration index; with ``percentiles``) /
     mean / max; totals; calls per slot by status with ``step``."""
     per: dict[str, dict[str, Any]] = {}
-    for tool, status, n, known, total_ms, max_ms in mq.tools(con, sc):
+    for tool, status, n, known, total_ms, max_ms in sq.tools(con, sc):
         t = per.setdefault(
             tool, {"tool": tool, "calls": 0, "by_status": {}, "timed": 0, "_sum": 0, "max_ms": None}
         )
@@ -65,10 +65,10 @@ def tools(
             | {
                 "success_rate": rate(t["by_status"].get(_OK, 0), answered),
                 "errors": t["by_status"].get("error", 0),
-                "p50_ms": mq.duration_at(con, sc, tool, (known - 1) // 2)
+                "p50_ms": sq.duration_at(con, sc, tool, (known - 1) // 2)
                 if known and percentiles
                 else None,
-                "p95_ms": mq.duration_at(con, sc, tool, int(0.95 * (known - 1)))
+                "p95_ms": sq.duration_at(con, sc, tool, int(0.95 * (known - 1)))
                 if known and percentiles
                 else None,
                 "mean_ms": round(total_ms / known) if known else None,
@@ -87,14 +87,14 @@ def tools(
     }
     if step:
         step_s = STEPS[step]
-        span = mq.tool_span(con)
+        span = sq.tool_span(con)
         lo = sc.since if sc.since is not None else span[0] if span else None
         hi = sc.until if sc.until is not None else span[1] + 1 if span else None
         over: list[dict[str, Any]] = []
         if lo is not None and hi is not None and calls:
             shown = _slots(lo, hi, step_s, offset_s)
             per_slot: dict[int, dict[str, int]] = defaultdict(dict)
-            for slot, status, n in mq.tools_per_slot(con, sc, lo, hi, step_s, offset_s):
+            for slot, status, n in sq.tools_per_slot(con, sc, lo, hi, step_s, offset_s):
                 if shown[0] <= slot <= shown[-1]:
                     per_slot[slot][status] = n
             for slot in sorted(per_slot):
@@ -125,10 +125,10 @@ def files(
             "acceptance_rate": rate(acc or 0, (acc or 0) + (rej or 0)),
             "last_at": iso(last),
         }
-        for p, lang, n, w, s, a, r, acc, rej, last in mq.files(con, sc, limit)
+        for p, lang, n, w, s, a, r, acc, rej, last in sq.files(con, sc, limit)
     ]
     cells: dict[str, dict[int, int]] = defaultdict(dict)
-    for path, slot, n in mq.file_slots(con, sc, [r["path"] for r in rows], step_s, offset_s):
+    for path, slot, n in sq.file_slots(con, sc, [r["path"] for r in rows], step_s, offset_s):
         cells[path][slot] = n
     all_slots = sorted({s for c in cells.values() for s in c})
     return {
@@ -145,7 +145,7 @@ def acceptance(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
     """Edits and writes by language: how many, how many the user accepted or rejected, the
     acceptance rate (of those decided), lines added / removed."""
     langs: dict[str, dict[str, Any]] = {}
-    for lang, op, n, acc, rej, added, removed in mq.acceptance(con, sc):
+    for lang, op, n, acc, rej, added, removed in sq.acceptance(con, sc):
         d = langs.setdefault(
             lang or "other",
             {"language": lang or "other", "operations": 0, "edits": 0, "writes": 0,
@@ -184,7 +184,7 @@ _DECIDED: Final = {"passed": "passed", "failed": "failed", "error": "failed"}
 
 def test_summary(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
     runs = passed = failed = 0
-    for _slot, _fw, _cmd, status, n, *_ in mq.test_totals(con, sc, None):
+    for _slot, _fw, _cmd, status, n, *_ in sq.test_totals(con, sc, None):
         runs += n
         passed += n if status == "passed" else 0
         failed += n if _DECIDED.get(status) == "failed" else 0
@@ -209,7 +209,7 @@ def tests(
     step_s = STEPS[step]
     trend: dict[int, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "other": 0})
     frameworks: dict[str, dict[str, Any]] = {}
-    for slot, fw, command, status, n, t_pass, t_fail, t_skip in mq.test_totals(
+    for slot, fw, command, status, n, t_pass, t_fail, t_skip in sq.test_totals(
         con, sc, step_s, offset_s
     ):
         outcome = _DECIDED.get(status, "other")
@@ -241,7 +241,7 @@ def tests(
             "repo": repo,
             "agent": agent,
         }
-        for uid, seq, ts, command, fw, p, f, s, status, dur, repo, agent in mq.test_runs(
+        for uid, seq, ts, command, fw, p, f, s, status, dur, repo, agent in sq.test_runs(
             con, sc, limit, offset
         )
     ]
