@@ -14,7 +14,7 @@ from helixd.adapters import codex
 from helixd.adapters.base import Chunk, FileContext
 from helixd.core.signals import SIGNAL_COLUMNS, accepted_of, extract
 from helixd.prices import effective
-from helixd.query import metrics, open_reader
+from helixd.query import metrics, open_reader, signal_metrics
 from tests.conftest import RunCli
 
 ROLLOUT = "rollout-2026-01-02T00-00-00-11111111-2222-4333-8444-666666666666.jsonl"
@@ -139,7 +139,7 @@ def test_the_files_view_counts_rejections_from_both_agents(home: Path, helixctl:
         ("codex", "src/app.py", "rejected", 0),
     ]
     con = open_reader(db)
-    acc = metrics.acceptance(con, metrics.Scope())
+    acc = signal_metrics.acceptance(con, metrics.Scope())
     assert acc["total"] == {
         "operations": 3,
         "accepted": 1,
@@ -148,7 +148,7 @@ def test_the_files_view_counts_rejections_from_both_agents(home: Path, helixctl:
     }
     ts = {r["language"]: r for r in acc["by_language"]}["typescript"]
     assert (ts["accepted"], ts["rejected"], ts["acceptance_rate"]) == (1, 1, 0.5)
-    files = metrics.files(con, metrics.Scope(), 10)["files"]
+    files = signal_metrics.files(con, metrics.Scope(), 10)["files"]
     assert {f["path"]: f["acceptance_rate"] for f in files}["/w/acc/a.ts"] == 0.5
     summary = metrics.summary(con, metrics.Scope(), effective(None, {})[1])
     assert summary["edits"]["rejected"] == 2

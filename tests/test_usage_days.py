@@ -6,6 +6,7 @@ whole days), equal those computed from the usage facts themselves."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from collections import defaultdict
@@ -20,6 +21,7 @@ from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query import metrics, open_reader
 from helixd.store import metrics_queries as mq
+from helixd.store import signal_queries as sq
 from helixd.store import usage_days
 from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
@@ -229,6 +231,52 @@ def test_the_cost_chart_keeps_the_top_series_and_sums_the_rest_as_other(corpus_s
         con.close()
 
 
+def test_the_cost_page_reads_the_usage_once_and_equals_a_read_per_grouping(
+    corpus_store: Path,
+) -> None:
+    """``costs`` reads the usage rollups in one statement (the totals by agent, repo and
+    model, the series and the top sessions are groupings of one priced read) when the
+    series' days are UTC days, and in two when the series has a table of its own (hours, or
+    the buckets in a zone of 1 h 30); each part equals its own read: the totals and the
+    series as ``usage_series`` gives them (tokens exact, dollars to the float summation
+    order), at every step, in zones, of a model."""
+    prices = bundled()[1]
+    con = open_reader(corpus_store)
+    try:
+        for group, step, offset_s, reads in (
+            ("repo", "day", 0, 1),
+            ("agent", "week", 0, 1),
+            ("repo", "day", 5_400, 2),
+            ("model", "hour", 3_600, 2),
+        ):
+            sc = mq.Scope(model="claude-sonnet-4-5") if group == "model" else mq.Scope()
+            read: list[str] = []
+            con.set_trace_callback(read.append)
+            doc = metrics.costs(con, sc, prices, group, step, offset_s, series=None)
+            con.set_trace_callback(None)
+            # the metrics' reads of a rollup (``x``); the price lookup reads the models, the
+            # top sessions' cards those sessions' own rows by id
+            rollups = [q for q in read if re.search(r"FROM usage_(days|buckets|hours) x\b", q)]
+            assert len(rollups) == reads, [q[-160:] for q in rollups]
+            for name, g in (("by_agent", "agent"), ("by_repo", "repo"), ("by_model", "model")):
+                want = metrics.usage_series(con, sc, prices, g, None)["totals"]
+                assert list(doc[name]) == list(want) and want
+                for k, v in want.items():
+                    assert doc[name][k]["total"] == v["total"]
+                    assert doc[name][k]["cost_usd"] == pytest.approx(v["cost_usd"], abs=2e-6)
+            want_series = metrics.usage_series(con, sc, prices, group, step, offset_s)
+            got = doc["over_time"]
+            assert got["keys"] == want_series["keys"] and got["keys"]
+            assert [s["slot"] for s in got["slots"]] == [s["slot"] for s in want_series["slots"]]
+            for mine, theirs in zip(got["slots"], want_series["slots"], strict=True):
+                assert mine["start"] == theirs["start"] and mine["by"].keys() == theirs["by"].keys()
+                for k, v in theirs["by"].items():
+                    assert mine["by"][k]["total"] == v["total"]
+                    assert mine["by"][k]["cost_usd"] == pytest.approx(v["cost_usd"], abs=2e-6)
+    finally:
+        con.close()
+
+
 def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path) -> None:
     """``files`` finds the top paths first, then their figures: the same rows, in the same
     order, as one GROUP BY over every operation."""
@@ -237,7 +285,7 @@ def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path)
         ts = sorted(t for (t,) in con.execute("SELECT ts FROM file_operations WHERE ts > 0"))
         agents = [a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions")]
         for sc in (mq.Scope(), mq.Scope(since=ts[len(ts) // 2]), mq.Scope(agents=agents[:1])):
-            where, params = mq._signal_scope(sc, "f")
+            where, params = sq._signal_scope(sc, "f")
             for limit in (3, 50):
                 want = con.execute(
                     "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
@@ -247,7 +295,7 @@ def test_the_top_files_equal_one_grouping_of_every_operation(corpus_store: Path)
                     " ORDER BY count(*) DESC, f.file_path LIMIT ?",
                     [*params, limit],
                 ).fetchall()
-                assert mq.files(con, sc, limit) == want and want
+                assert sq.files(con, sc, limit) == want and want
     finally:
         con.close()
 

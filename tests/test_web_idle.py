@@ -9,6 +9,7 @@ import sys
 QUERY_MODULES = (
     "helixd.query.detail",
     "helixd.query.metrics",
+    "helixd.query.signal_metrics",
     "helixd.query.search",
     "helixd.query.sessions",
     "helixd.query.transcript",

@@ -14,8 +14,8 @@ from typing import Any
 from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.query import metrics, open_reader
-from helixd.store import metrics_queries as mq
+from helixd.query import metrics, open_reader, signal_metrics
+from helixd.store import signal_queries as sq
 from helixd.store import tool_rollup
 from helixd.store.database import Store, now_ms
 from tests.conftest import FIXTURES
@@ -80,7 +80,7 @@ async def test_tool_calls_per_slot_equal_a_count_of_the_facts(tmp_path: Path) ->
             hi = sc.until if sc.until is not None else span[1]
             for step, step_s in (("day", 86_400), ("hour", 3_600), ("week", 604_800)):
                 for offset_s in (0, 3_600, -19_800, 20_700, -36_000):
-                    doc = metrics.tools(con, sc, step, offset_s)
+                    doc = signal_metrics.tools(con, sc, step, offset_s)
                     want = _truth(rows, lo, hi, step_s, offset_s)
                     first = (lo // 1000 + offset_s) // step_s
                     want = {s: v for s, v in want.items() if first <= s < first + 400}
@@ -141,7 +141,7 @@ async def test_tool_call_hours_equal_the_calls_on_the_real_corpus(tmp_path: Path
             metrics.Scope(since=mid - mid % HOUR_MS, until=span[1] - span[1] % HOUR_MS + HOUR_MS),
             metrics.Scope(agents=("claude",)),
         ):
-            assert mq._hourly(sc)  # the rollup answers
+            assert sq._hourly(sc)  # the rollup answers
             mine = [
                 c
                 for c in calls
@@ -157,13 +157,13 @@ async def test_tool_call_hours_equal_the_calls_on_the_real_corpus(tmp_path: Path
                     st[1] += 1
                     st[2] += dur
                     st[3] = dur if st[3] is None else max(st[3], dur)
-            assert sorted(mq.tools(con, sc)) == sorted((*k, *v) for k, v in stats.items())
+            assert sorted(sq.tools(con, sc)) == sorted((*k, *v) for k, v in stats.items())
             lo = sc.since if sc.since is not None else span[0]
             hi = sc.until if sc.until is not None else span[1]
             for offset_s in (0, 3_600, -18_000):
                 want = _truth([(c[0], c[2]) for c in mine], lo, hi, 86_400, offset_s)
                 got: dict[int, dict[str, int]] = defaultdict(dict)
-                for slot, status, n in mq.tools_per_slot(con, sc, lo, hi, 86_400, offset_s):
+                for slot, status, n in sq.tools_per_slot(con, sc, lo, hi, 86_400, offset_s):
                     got[slot][status] = n
                 assert got == want and got
     finally:

@@ -1,9 +1,9 @@
-"""The dashboard's questions: how much (sessions, tokens, cost) over a time range and by
-agent, repo and model; how the tools fare (success, duration); which files are edited and
-whether the edits were accepted; how the tests go; when the work happens.
+"""The dashboard's questions about usage: how much (sessions, tokens, cost) over a time range
+and by agent, repo and model, and when the work happens; the headline summary (which also
+asks ``signal_metrics``: tools, tests, edits).
 
-Each function reads rollups and Tier 2 signal tables only (``store/metrics_queries.py``), so
-its cost does not grow with the events stored.  Time slots are days (or hours, weeks) in a
+Each function reads rollups only (``store/metrics_queries.py``), so its cost does not grow
+with the events stored.  Time slots are days (or hours, weeks) in a
 fixed UTC offset ``offset_s`` the face chooses (the page's zone).  Cost is at today's prices.
 """
 
@@ -11,65 +11,37 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.pricing import price_for
 from helixd.core.timeparse import iso
+from helixd.query.metric_units import DAY, HOUR, STEPS, rate, slot_start
+from helixd.query.signal_metrics import acceptance, test_summary, tools
 from helixd.store import metrics_queries as mq
 from helixd.store.metrics_queries import Rates, Scope
 
 if TYPE_CHECKING:
     from helixd.core.pricing import Prices
 
-__all__ = [
-    "DAY",
-    "Scope",
-    "acceptance",
-    "activity",
-    "choices",
-    "costs",
-    "files",
-    "summary",
-    "tests",
-    "tokens",
-    "tools",
-]
-
-DAY: Final = 86_400
-HOUR: Final = 3_600
-WEEK: Final = 7 * DAY
-STEPS: Final = {"hour": HOUR, "day": DAY, "week": WEEK}
-_OK: Final = "success"
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 4) if whole else None
-
-
-def _slot_start(slot: int, step_s: int, offset_s: int) -> str | None:
-    return iso((slot * step_s - offset_s) * 1000)
-
+__all__ = ["DAY", "Scope", "activity", "choices", "costs", "summary", "tokens"]
 
 _TOKEN_NAMES: Final = ("input", "output", "cache_read", "cache_write", "reasoning", "total",
                        "responses")  # fmt: skip
 
 
-def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any], usd: float) -> None:
-    """Add ``vec`` and ``usd`` to ``into[key]`` (``[*counters, cost]``): the same additions
-    in the same order as summing dicts, so the floats come out identical."""
+def _add(into: dict[Any, list[Any]], key: Any, vec: list[Any]) -> None:
+    """Add ``vec`` (``[*counters, cost]``) to ``into[key]``, element by element: the same
+    additions in the same order as summing dicts, so the floats come out identical."""
     acc = into.get(key)
-    if acc is None:
-        into[key] = [*vec, 0.0 + usd]
-    else:
-        for n in range(7):
-            acc[n] += vec[n]
-        acc[7] += usd
+    into[key] = vec.copy() if acc is None else [a + b for a, b in zip(acc, vec, strict=True)]
 
 
 def _doc(acc: list[Any]) -> dict[str, Any]:
     """A summed vector as its document (cost rounded)."""
-    return {**dict(zip(_TOKEN_NAMES, acc, strict=False)), "cost_usd": round(acc[7], 6)}
+    doc = dict(zip(_TOKEN_NAMES, acc, strict=False))
+    doc["cost_usd"] = round(acc[7], 6)
+    return doc
 
 
 def _ranked(d: dict[Any, list[Any]]) -> list[Any]:
@@ -90,27 +62,58 @@ def rates(con: sqlite3.Connection, prices: Prices) -> dict[str, tuple[float, ...
     return out
 
 
+def _vec(counters: Sequence[Any]) -> list[Any]:
+    """``[*_TOKEN_NAMES, usd]`` of a priced row's ``(input, output, cache_read,
+    cache_write_5m, cache_write_1h, reasoning, responses, usd)``."""
+    i, o, cr, c5, c1, reasoning, responses, usd = counters
+    i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
+    return [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
+
+
 def _priced(
-    con: sqlite3.Connection,
-    sc: Scope,
-    group: str,
-    step_s: int | None,
-    at: Rates,
-    offset_s: int = 0,
-    keep: Sequence[str] | None = None,
-    top: int | None = None,
+    con: sqlite3.Connection, sc: Scope, group: str, step_s: int | None, at: Rates, offset_s: int = 0
 ) -> list[tuple[Any, Any, list[Any]]]:
     """``(slot, key, [*_TOKEN_NAMES, usd])`` per slot and key, priced and summed by the
-    store (keys not in ``keep``, when given, summed under ``mq.OTHER``; with ``top``, only
-    the ``top`` that cost most, ranked as ``_ranked``)."""
-    out = []
-    for slot, key, i, o, cr, c5, c1, reasoning, responses, usd in mq.usage_priced(
-        con, sc, group, step_s, at, offset_s, keep, top=top
-    ):
-        i, o, cr, cw = int(i or 0), int(o or 0), int(cr or 0), int(c5 or 0) + int(c1 or 0)
-        vec = [i, o, cr, cw, int(reasoning or 0), i + o + cr + cw, int(responses or 0), usd]
-        out.append((slot, key, vec))
-    return out
+    store."""
+    return [
+        (slot, key, _vec(counters))
+        for slot, key, *counters in mq.usage_priced(con, sc, group, step_s, at, offset_s)
+    ]
+
+
+def _series(
+    rows: Iterable[tuple[Any, Any, list[Any]]],
+    group: str,
+    step: str | None,
+    offset_s: int,
+    keep: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """The ``usage_series`` document of ``(slot, key, vector)`` rows (one per slot and
+    key); with ``keep``, the keys not in it summed per slot as one, ``mq.OTHER``."""
+    step_s = STEPS[step] if step else None
+    slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
+    totals: dict[str, list[Any]] = {}
+    for slot, key, vec in rows:
+        k = str(key)
+        if keep is not None and k not in keep:
+            k = mq.OTHER
+        _add(slots[slot], k, vec)
+        _add(totals, k, vec)
+    keys = sorted(totals, key=lambda k: (-totals[k][7], -totals[k][5], k))
+    return {
+        "group": group or None,
+        "step": step,
+        "keys": keys,
+        "totals": {k: _doc(totals[k]) for k in keys},
+        "slots": [
+            {
+                "slot": s,
+                "start": slot_start(s, step_s, offset_s) if step_s else None,
+                "by": {k: _doc(v) for k, v in sorted(slots[s].items())},
+            }
+            for s in sorted(slots)
+        ],
+    }
 
 
 def usage_series(
@@ -121,33 +124,11 @@ def usage_series(
     step: str | None = "day",
     offset_s: int = 0,
     at: Rates | None = None,
-    keep: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per time slot and per ``group`` (agent, repo, model or ''); with
-    ``keep``, the keys not in it summed as one, ``mq.OTHER``."""
+    """Tokens and cost per time slot and per ``group`` (agent, repo, model or '')."""
     step_s = STEPS[step] if step else None
-    slots: dict[int, dict[str, list[Any]]] = defaultdict(dict)
-    totals: dict[str, list[Any]] = {}
     at = rates(con, prices) if at is None else at
-    for slot, key, vec in _priced(con, sc, group, step_s, at, offset_s, keep):
-        k = str(key)
-        slots[slot][k] = vec
-        _add(totals, k, vec, vec[7])
-    keys = sorted(totals, key=lambda k: (-totals[k][7], -totals[k][5], k))
-    return {
-        "group": group or None,
-        "step": step,
-        "keys": keys,
-        "totals": {k: _doc(totals[k]) for k in keys},
-        "slots": [
-            {
-                "slot": s,
-                "start": _slot_start(s, step_s, offset_s) if step_s else None,
-                "by": {k: _doc(v) for k, v in sorted(slots[s].items())},
-            }
-            for s in sorted(slots)
-        ],
-    }
+    return _series(_priced(con, sc, group, step_s, at, offset_s), group, step, offset_s)
 
 
 def overview(
@@ -194,7 +175,7 @@ def summary(
         | {"total": tok.get("total", 0)},
         "responses": tok.get("responses", 0),
         "cost_usd": round(tok.get("cost_usd", 0.0), 6),
-        "cache_hit_rate": _rate(tok.get("cache_read", 0), input_side),
+        "cache_hit_rate": rate(tok.get("cache_read", 0), input_side),
         "by_agent": usage["totals"],
         "tool_calls": tools_doc["total"],
         "tests": tests_doc,
@@ -234,20 +215,34 @@ def costs(
     from helixd.query.detail import session_cards
 
     at = rates(con, prices)
-    by: dict[str, dict[Any, list[Any]]] = {
-        g: {str(k): vec for _slot, k, vec in _priced(con, sc, g, None, at)}
-        for g in ("agent", "repo", "model")
-    }
+    by: dict[str, dict[Any, list[Any]]] = {"agent": {}, "repo": {}, "model": {}}
+    over_rows: list[tuple[Any, Any, list[Any]]] = []
+    per_session: dict[int, list[Any]] = {}
+    # one read of the store for the totals by (agent, repo, model), the top sessions and,
+    # when it reads the same table, the series (else the series reads its own)
+    step_s = STEPS[step]
+    one = mq.costs_in_one_pass(sc, step_s, offset_s)
+    if not one:
+        over_rows = _priced(con, sc, group, step_s, at, offset_s)
+    for part, a, b, c, *counters in mq.usage_costs(
+        con, sc, group, step_s if one else None, at, offset_s, top
+    ):
+        vec = _vec(counters)
+        if part == mq.TOTALS:
+            for g, k in (("agent", a), ("repo", b), ("model", c)):
+                _add(by[g], str(k), vec)
+        elif part == mq.SERIES:
+            over_rows.append((a, b, vec))
+        else:
+            per_session[int(a)] = vec
     ranked_keys = _ranked(by.get(group, {}))
     keep = ranked_keys[:series] if series is not None and len(ranked_keys) > series else None
-    over_time = usage_series(con, sc, prices, group, step, offset_s, at, keep)
-    # the sessions that cost most, ranked by the store: only ``top`` rows come back
-    per_session = {int(k): vec for _slot, k, vec in _priced(con, sc, "session", None, at, top=top)}
+    over_time = _series(over_rows, group, step, offset_s, keep)
 
     def ranked(d: dict[Any, list[Any]]) -> dict[Any, dict[str, Any]]:
         return {k: _doc(d[k]) for k in _ranked(d)}
 
-    top_ids = list(per_session)
+    top_ids = _ranked(per_session)
     cards = {c["id"]: c for c in session_cards(con, [], prices, ids=top_ids)}
     total = sum(v[7] for v in by["agent"].values())
     days = len(over_time["slots"]) or 1
@@ -268,239 +263,6 @@ def costs(
     }
 
 
-MAX_SLOTS: Final = 400
-
-
-def _slots(lo: int, hi: int, step_s: int, offset_s: int) -> list[int]:
-    first = (lo // 1000 + offset_s) // step_s
-    last = (hi // 1000 + offset_s) // step_s
-    return list(range(first, min(last, first + MAX_SLOTS - 1) + 1))
-
-
-def tools(
-    con: sqlite3.Connection,
-    sc: Scope,
-    step: str | None = None,
-    offset_s: int = 0,
-    percentiles: bool = True,
-) -> dict[str, Any]:
-    """Per tool: calls, results by status, success rate (of calls with a result), and
-    duration p50 / p95 (exact: an offset into the duration index; with ``percentiles``) /
-    mean / max; totals; calls per slot by status with ``step``."""
-    per: dict[str, dict[str, Any]] = {}
-    for tool, status, n, known, total_ms, max_ms in mq.tools(con, sc):
-        t = per.setdefault(
-            tool, {"tool": tool, "calls": 0, "by_status": {}, "timed": 0, "_sum": 0, "max_ms": None}
-        )
-        t["calls"] += n
-        t["by_status"][status] = t["by_status"].get(status, 0) + n
-        if known:
-            t["timed"] += known
-            t["_sum"] += total_ms or 0
-            t["max_ms"] = max(t["max_ms"] or 0, max_ms or 0)
-    rows = []
-    all_status: dict[str, int] = {}
-    for tool, t in per.items():
-        answered = t["calls"] - t["by_status"].get("missing", 0)
-        known, total_ms = t["timed"], t.pop("_sum")
-        for st, n in t["by_status"].items():
-            all_status[st] = all_status.get(st, 0) + n
-        rows.append(
-            t
-            | {
-                "success_rate": _rate(t["by_status"].get(_OK, 0), answered),
-                "errors": t["by_status"].get("error", 0),
-                "p50_ms": mq.duration_at(con, sc, tool, (known - 1) // 2)
-                if known and percentiles
-                else None,
-                "p95_ms": mq.duration_at(con, sc, tool, int(0.95 * (known - 1)))
-                if known and percentiles
-                else None,
-                "mean_ms": round(total_ms / known) if known else None,
-            }
-        )
-    rows.sort(key=lambda r: (-r["calls"], r["tool"]))
-    calls = sum(all_status.values())
-    answered = calls - all_status.get("missing", 0)
-    doc: dict[str, Any] = {
-        "tools": rows,
-        "total": {
-            "calls": calls,
-            "by_status": dict(sorted(all_status.items())),
-            "success_rate": _rate(all_status.get(_OK, 0), answered),
-        },
-    }
-    if step:
-        step_s = STEPS[step]
-        span = mq.tool_span(con)
-        lo = sc.since if sc.since is not None else span[0] if span else None
-        hi = sc.until if sc.until is not None else span[1] + 1 if span else None
-        over: list[dict[str, Any]] = []
-        if lo is not None and hi is not None and calls:
-            shown = _slots(lo, hi, step_s, offset_s)
-            per_slot: dict[int, dict[str, int]] = defaultdict(dict)
-            for slot, status, n in mq.tools_per_slot(con, sc, lo, hi, step_s, offset_s):
-                if shown[0] <= slot <= shown[-1]:
-                    per_slot[slot][status] = n
-            for slot in sorted(per_slot):
-                start = (slot * step_s - offset_s) * 1000
-                over.append({"slot": slot, "start": iso(start), "by_status": per_slot[slot]})
-        doc["over_time"] = over
-    return doc
-
-
-def files(
-    con: sqlite3.Connection, sc: Scope, limit: int = 50, step: str = "week", offset_s: int = 0
-) -> dict[str, Any]:
-    """The most operated-on files (operations, sessions, lines, acceptance) and, for the
-    heatmap, their operations per slot."""
-    step_s = STEPS[step]
-    rows = [
-        {
-            "path": p,
-            "language": lang,
-            "operations": n,
-            "writes": w or 0,
-            "edits": n - (w or 0),
-            "sessions": s,
-            "lines_added": a or 0,
-            "lines_removed": r or 0,
-            "accepted": acc or 0,
-            "rejected": rej or 0,
-            "acceptance_rate": _rate(acc or 0, (acc or 0) + (rej or 0)),
-            "last_at": iso(last),
-        }
-        for p, lang, n, w, s, a, r, acc, rej, last in mq.files(con, sc, limit)
-    ]
-    cells: dict[str, dict[int, int]] = defaultdict(dict)
-    for path, slot, n in mq.file_slots(con, sc, [r["path"] for r in rows], step_s, offset_s):
-        cells[path][slot] = n
-    all_slots = sorted({s for c in cells.values() for s in c})
-    return {
-        "files": rows,
-        "heatmap": {
-            "step": step,
-            "slots": [{"slot": s, "start": _slot_start(s, step_s, offset_s)} for s in all_slots],
-            "cells": {p: {str(k): v for k, v in c.items()} for p, c in cells.items()},
-        },
-    }
-
-
-def acceptance(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
-    """Edits and writes by language: how many, how many the user accepted or rejected, the
-    acceptance rate (of those decided), lines added / removed."""
-    langs: dict[str, dict[str, Any]] = {}
-    for lang, op, n, acc, rej, added, removed in mq.acceptance(con, sc):
-        d = langs.setdefault(
-            lang or "other",
-            {"language": lang or "other", "operations": 0, "edits": 0, "writes": 0,
-             "accepted": 0, "rejected": 0, "lines_added": 0, "lines_removed": 0},
-        )  # fmt: skip
-        d["operations"] += n
-        d["writes" if op == "write" else "edits"] += n
-        d["accepted"] += acc or 0
-        d["rejected"] += rej or 0
-        d["lines_added"] += added or 0
-        d["lines_removed"] += removed or 0
-    rows = sorted(langs.values(), key=lambda d: (-d["operations"], d["language"]))
-    for d in rows:
-        d["acceptance_rate"] = _rate(d["accepted"], d["accepted"] + d["rejected"])
-    acc = sum(d["accepted"] for d in rows)
-    rej = sum(d["rejected"] for d in rows)
-    return {
-        "by_language": rows,
-        "total": {
-            "operations": sum(d["operations"] for d in rows),
-            "accepted": acc,
-            "rejected": rej,
-            "acceptance_rate": _rate(acc, acc + rej),
-        },
-    }
-
-
-def _runner(framework: str | None, command: str | None) -> str:
-    from helixd.core.testcommands import test_runner
-
-    return framework or test_runner(command or "") or "other"
-
-
-_DECIDED: Final = {"passed": "passed", "failed": "failed", "error": "failed"}
-
-
-def test_summary(con: sqlite3.Connection, sc: Scope) -> dict[str, Any]:
-    runs = passed = failed = 0
-    for _slot, _fw, _cmd, status, n, *_ in mq.test_totals(con, sc, None):
-        runs += n
-        passed += n if status == "passed" else 0
-        failed += n if _DECIDED.get(status) == "failed" else 0
-    return {
-        "runs": runs,
-        "passed": passed,
-        "failed": failed,
-        "pass_rate": _rate(passed, passed + failed),
-    }
-
-
-def tests(
-    con: sqlite3.Connection,
-    sc: Scope,
-    limit: int = 50,
-    offset: int = 0,
-    step: str = "day",
-    offset_s: int = 0,
-) -> dict[str, Any]:
-    """Test runs newest first (each pointing at its session and event), runs per slot by
-    outcome (the trend), and totals per framework."""
-    step_s = STEPS[step]
-    trend: dict[int, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "other": 0})
-    frameworks: dict[str, dict[str, Any]] = {}
-    for slot, fw, command, status, n, t_pass, t_fail, t_skip in mq.test_totals(
-        con, sc, step_s, offset_s
-    ):
-        outcome = _DECIDED.get(status, "other")
-        trend[slot][outcome] += n
-        f = frameworks.setdefault(
-            _runner(fw, command),
-            {"runs": 0, "passed": 0, "failed": 0, "other": 0, "tests_passed": 0,
-             "tests_failed": 0, "tests_skipped": 0},
-        )  # fmt: skip
-        f["runs"] += n
-        f[outcome] += n
-        f["tests_passed"] += t_pass or 0
-        f["tests_failed"] += t_fail or 0
-        f["tests_skipped"] += t_skip or 0
-    for f in frameworks.values():
-        f["pass_rate"] = _rate(f["passed"], f["passed"] + f["failed"])
-    runs = [
-        {
-            "session_uid": uid,
-            "seq": seq,
-            "timestamp": iso(ts),
-            "command": command,
-            "framework": _runner(fw, command),
-            "passed": p,
-            "failed": f,
-            "skipped": s,
-            "status": status,
-            "duration_ms": dur,
-            "repo": repo,
-            "agent": agent,
-        }
-        for uid, seq, ts, command, fw, p, f, s, status, dur, repo, agent in mq.test_runs(
-            con, sc, limit, offset
-        )
-    ]
-    return {
-        "runs": runs,
-        "trend": [
-            {"slot": s, "start": _slot_start(s, step_s, offset_s), **trend[s]}
-            for s in sorted(trend)
-        ],
-        "by_framework": dict(sorted(frameworks.items(), key=lambda kv: -kv[1]["runs"])),
-        "total": test_summary(con, sc),
-    }
-
-
 def activity(con: sqlite3.Connection, sc: Scope, offset_s: int = 0) -> dict[str, Any]:
     """When the work happens: model responses and sessions started per day, and responses
     per weekday x hour (0 = Monday)."""
@@ -515,7 +277,7 @@ def activity(con: sqlite3.Connection, sc: Scope, offset_s: int = 0) -> dict[str,
         per_day[slot]["sessions"] += n
     return {
         "days": [
-            {"day": _slot_start(d, DAY, offset_s), "slot": d, **per_day[d]} for d in sorted(per_day)
+            {"day": slot_start(d, DAY, offset_s), "slot": d, **per_day[d]} for d in sorted(per_day)
         ],
         "weekday_hour": grid,
     }

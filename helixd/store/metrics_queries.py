@@ -1,11 +1,13 @@
-"""Read queries of the dashboard's metrics: usage over time and by agent / repo / model, the
-sessions started per day, tool calls, file operations, test runs.
+"""Read queries of the dashboard's usage metrics: usage over time and by agent / repo / model
+/ session, priced at the rates passed in, the sessions started per day and active in a range,
+the filter menus' choices; and the session detail's reads (usage, event marks, tool calls and
+file operations of one session).  The signal tables' reads are ``signal_queries.py``.
 
-Every metric reads a rollup or a Tier 2 signal table, never the events: usage from
-``usage_hours`` (hour x agent x model; when no repo is asked) or ``usage_buckets`` (15-minute
-bucket x session x model), signals from ``tool_calls``, ``file_operations``, ``test_runs``
-by their ``ts`` index, joined to ``sessions`` (a few thousand rows) for the agent and repo.
-A time slot is ``(epoch seconds + offset_s) // step_s``: days in a fixed UTC offset.
+Every metric reads a rollup, never the events: usage from ``usage_hours`` (hour x agent x
+model; when no repo is asked), ``usage_days`` (UTC day x session x model) or
+``usage_buckets`` (15-minute bucket x session x model), joined to ``sessions`` (a few
+thousand rows) for the agent and repo.  A time slot is ``(epoch seconds + offset_s) //
+step_s``: days in a fixed UTC offset.
 """
 
 from __future__ import annotations
@@ -53,11 +55,13 @@ Rates = Mapping[str, Sequence[float]]
 
 
 def _usage_source(
-    sc: Scope, group: str, step_s: int | None, offset_s: int
-) -> tuple[str, str, str, str, list[str], list[Any]]:
-    """``(table, slot, key, model column, where, params)`` of a usage read: ``usage_hours``
-    when it answers (no repo, no session grouping, whole hours), else ``usage_days`` (whole
-    UTC days, and slots of whole days in UTC or none), else ``usage_buckets``."""
+    sc: Scope, group: str, step_s: int | None, offset_s: int, timed_only: bool = True
+) -> tuple[str, str, str, str, list[str], list[Any], str]:
+    """``(table, slot, key, model column, where, params, known)`` of a usage read:
+    ``usage_hours`` when it answers (no repo, no session grouping, whole hours), else
+    ``usage_days`` (whole UTC days, and slots of whole days in UTC or none), else
+    ``usage_buckets``.  ``known`` is the condition of usage of known time, in ``where``
+    when there are slots and ``timed_only``."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
     hourly = (
@@ -98,10 +102,10 @@ def _usage_source(
         where.append(f"{time_col} < ?")
         params.append(-(-sc.until // (unit * 1000)))
     _model_clause(where, params, "x.model", sc.model)
-    if step_s:
+    if step_s and timed_only:
         where.append(known)  # usage of unknown time is in totals, not on a day
     slot = f"({time_col} * {unit} + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
-    return table, slot, key, "x.model", where, params
+    return table, slot, key, "x.model", where, params, known
 
 
 def usage(
@@ -111,7 +115,7 @@ def usage(
     reasoning, responses)``: usage per time slot (``step_s``; None: one slot, 0) and per
     ``group`` (``GROUPS``: the key is '' for none, else the agent, repo, model or session
     id)."""
-    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
+    table, slot, key, model, where, params, _ = _usage_source(sc, group, step_s, offset_s)
     sql = (
         f"SELECT {slot} AS slot, {key} AS k, {model}, {_COUNTERS.format(p='x.')}"
         f" FROM {table}{' WHERE ' + ' AND '.join(where) if where else ''}"
@@ -127,25 +131,16 @@ def usage_priced(
     step_s: int | None,
     rates: Rates,
     offset_s: int = 0,
-    keep: Sequence[str] | None = None,
-    other: str = OTHER,
-    top: int | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(slot, key, input, output, cache_read, cache_write_5m, cache_write_1h, reasoning,
     responses, usd)`` per time slot and ``group`` (as ``usage``, models summed): each
     row's dollars at ``rates`` (a model without one costs 0), summed by SQLite, so only the
-    answer's rows come back.  With ``keep``, every key not in it is summed under ``other``
-    (a chart's series beyond its top N, folded by the store).  With ``top``, only the ``top``
-    rows that cost most (then most tokens, then by key as text) come back, in that order."""
-    table, slot, key, model, where, params = _usage_source(sc, group, step_s, offset_s)
-    fold: list[Any] = []
-    if keep is not None:
-        key = f"CASE WHEN {key} IN ({','.join('?' * len(keep))}) THEN {key} ELSE ? END"
-        fold = [*keep, other]
-    values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
+    answer's rows come back."""
+    table, slot, key, model, where, params, _ = _usage_source(sc, group, step_s, offset_s)
+    prices, price_args = _price_values(rates)
     sums = ", ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:])
     sql = (
-        f"WITH p (model, i, o, cr, w5, w1) AS (VALUES {values})"
+        f"WITH {prices}"
         f" SELECT g.slot, g.k, {sums}, coalesce(sum((g.input * p.i + g.output * p.o"
         " + g.cache_read * p.cr + g.cache_write_5m * p.w5 + g.cache_write_1h * p.w1) / 1e6), 0.0)"
         f" FROM (SELECT {slot} AS slot, {key} AS k, {model} AS model,"
@@ -153,40 +148,107 @@ def usage_priced(
         f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY slot, k, 3) g"
         " LEFT JOIN p ON p.model = g.model GROUP BY g.slot, g.k"
     )
-    limit: list[Any] = []
-    if top is not None:
-        tokens = " + ".join(f"sum(g.{c})" for c in _USAGE_COLS[1:6])
-        sql += f" ORDER BY 10 DESC, {tokens} DESC, CAST(g.k AS TEXT) LIMIT ?"
-        limit = [top]
-    args = [v for m, r in rates.items() for v in (m, *r)]
-    return con.execute(sql, [*args, *fold, *params, *limit]).fetchall()
+    return con.execute(sql, [*price_args, *params]).fetchall()
+
+
+def _price_values(rates: Rates) -> tuple[str, list[Any]]:
+    """The ``p (model, i, o, cr, w5, w1)`` CTE of ``rates`` and its parameters (one row of
+    no model, so that the VALUES is never empty)."""
+    values = ", ".join(["(NULL, 0, 0, 0, 0, 0)"] + ["(?, ?, ?, ?, ?, ?)"] * len(rates))
+    return (
+        f"p (model, i, o, cr, w5, w1) AS (VALUES {values})",
+        [v for m, r in rates.items() for v in (m, *r)],
+    )
+
+
+def _price_case(rates: Rates, row: str) -> tuple[str, list[Any]]:
+    """The dollars of usage row ``row`` at ``rates`` as one CASE on its model (0.0 for a
+    model without a price) and its parameters: per row, cheaper than a join to the rates."""
+    if not rates:
+        return "0.0", []
+    price = (
+        f"({row}.input * ? + {row}.output * ? + {row}.cache_read * ?"
+        f" + {row}.cache_write_5m * ? + {row}.cache_write_1h * ?) / 1e6"
+    )
+    whens = " ".join(f"WHEN ? THEN {price}" for _ in rates)
+    return f"CASE {row}.model {whens} ELSE 0.0 END", [v for m, r in rates.items() for v in (m, *r)]
+
+
+TOTALS, SERIES, SESSIONS = 0, 1, 2  # the parts of a ``usage_costs`` answer
+
+
+def costs_in_one_pass(sc: Scope, step_s: int, offset_s: int = 0) -> bool:
+    """Whether ``usage_costs`` answers the series too: when the table the totals read
+    (``usage_days`` for whole UTC days, else the buckets) has the series' slots; else (the
+    zone's days are not UTC days, or hours) the series reads a table of its own
+    (``usage_priced``: the hours when they answer, else the buckets)."""
+    return (
+        _usage_source(sc, "session", step_s, offset_s)[0]
+        == _usage_source(sc, "session", None, 0)[0]
+    )
+
+
+def usage_costs(
+    con: sqlite3.Connection,
+    sc: Scope,
+    group: str,
+    step_s: int | None,
+    rates: Rates,
+    offset_s: int = 0,
+    top: int = 10,
+) -> list[tuple[Any, ...]]:
+    """A cost page's usage in one statement: ``(part, a, b, c, input, output, cache_read,
+    cache_write_5m, cache_write_1h, reasoning, responses, usd)`` rows where ``part`` is
+    ``TOTALS`` (a, b, c: agent, repo, model; every row of the scope, of known time or not),
+    ``SESSIONS`` (a: the session id; the ``top`` that cost most, then most tokens, then by
+    id as text) or, with ``step_s``, ``SERIES`` (a, b: the time slot and the ``group``
+    key; usage of known time; see ``costs_in_one_pass``).
+
+    The rows in scope are read once (from ``usage_days``, or ``usage_buckets`` summed per
+    slot, session and model, as ``usage_priced`` with the session grouping chooses) and
+    priced row by row (a CASE on the model) into a materialized CTE; the answers are
+    groupings of it: one read of the rollup and its sessions where a pass per grouping read
+    them five times."""
+    if group not in GROUPS or group == "session":
+        raise ValueError(f"unknown group {group!r}")
+    # the totals and sessions want usage of unknown time too: "known" is a column
+    table, slot, _key, model, where, params, known = _usage_source(
+        sc, "session", step_s, offset_s, timed_only=False
+    )
+    # a day's rows are one per (day, session, model) already; buckets are summed to slots
+    regroup = not table.startswith("usage_days")
+    counters = _COUNTERS_AS if regroup else ", ".join(f"{{p}}{c} AS {c}" for c in _USAGE_COLS[1:])
+    price, price_args = _price_case(rates, "g" if regroup else "x")
+    rows = (
+        f"SELECT {slot} AS slot, x.session_id AS sid, s.agent AS agent,"
+        f" coalesce(s.repo, '') AS repo, {model} AS model, {known} AS known,"
+        f" {counters.format(p='x.')}{'' if regroup else f', {price} AS usd'} FROM {table}"
+        f"{' WHERE ' + ' AND '.join(where) if where else ''}"
+    )
+    c = f"SELECT g.*, {price} AS usd FROM ({rows} GROUP BY slot, sid, 5) g" if regroup else rows
+    key = {"": "''", "agent": "c.agent", "repo": "c.repo", "model": "c.model"}[group]
+    sums = ", ".join(f"sum(c.{c})" for c in _USAGE_COLS[1:]) + ", sum(c.usd)"
+    tokens = " + ".join(f"sum(c.{c})" for c in _USAGE_COLS[1:6])
+    series = (
+        f" UNION ALL SELECT {SERIES}, c.slot, {key}, NULL, {sums} FROM c WHERE c.known"
+        f" GROUP BY c.slot, {key}"
+        if step_s
+        else ""
+    )
+    sql = (
+        f"WITH c AS MATERIALIZED ({c})"
+        f" SELECT {TOTALS}, c.agent, c.repo, c.model, {sums} FROM c"
+        f" GROUP BY c.agent, c.repo, c.model{series}"
+        f" UNION ALL SELECT * FROM (SELECT {SESSIONS}, c.sid, NULL, NULL, {sums} FROM c"
+        f" GROUP BY c.sid ORDER BY sum(c.usd) DESC, {tokens} DESC, CAST(c.sid AS TEXT)"
+        " LIMIT ?)"
+    )
+    return con.execute(sql, [*price_args, *params, int(top)]).fetchall()
 
 
 def usage_models(con: sqlite3.Connection) -> list[str]:
     """Every model with usage (the models a price lookup may need)."""
     return [r[0] for r in con.execute("SELECT DISTINCT model FROM usage_hours")]
-
-
-def _signal_scope(sc: Scope, alias: str, time_col: str = "ts") -> tuple[str, list[Any]]:
-    """`` WHERE …`` of a signal table's rows in the scope (the session filter as a
-    subquery, so that the table's own indexes still serve)."""
-    where: list[str] = []
-    params: list[Any] = []
-    if sc.since is not None:
-        where.append(f"{alias}.{time_col} >= ?")
-        params.append(sc.since)
-    if sc.until is not None:
-        where.append(f"{alias}.{time_col} < ?")
-        params.append(sc.until)
-    sess: list[str] = []
-    sess_params: list[Any] = []
-    session_filter(sess, sess_params, sc.agents, sc.repo)
-    if sess:
-        where.append(
-            f"{alias}.session_id IN (SELECT s.id FROM sessions s WHERE {' AND '.join(sess)})"
-        )
-        params.extend(sess_params)
-    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def sessions_started(
@@ -230,191 +292,6 @@ def session_totals(con: sqlite3.Connection, sc: Scope) -> tuple[int, int, int, i
         params,
     ).fetchone()
     return (int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
-
-
-TOOL_STATUSES: Final = ("success", "error", "rejected", "interrupted", "missing")
-
-
-def _hourly(sc: Scope, offset_s: int = 0) -> bool:
-    """Whether ``tool_call_hours`` answers exactly: whole hours (bounds after the epoch, the
-    offset)."""
-    return offset_s % 3600 == 0 and all(
-        t is None or (t > 0 and t % HOUR_MS == 0) for t in (sc.since, sc.until)
-    )
-
-
-def _hour_scope(sc: Scope, timed_only: bool) -> tuple[str, list[Any]]:
-    """`` WHERE …`` of the ``tool_call_hours r`` rows in the (whole-hour) scope; with
-    ``timed_only``, only calls with a time after the epoch (hours >= 0)."""
-    where: list[str] = []
-    params: list[Any] = []
-    if sc.since is not None or timed_only:
-        where.append("r.hour >= ?")
-        params.append(0 if sc.since is None else sc.since // HOUR_MS)
-    if sc.until is not None:
-        where.append("r.hour < ?")
-        params.append(sc.until // HOUR_MS)
-    sess: list[str] = []
-    sess_params: list[Any] = []
-    session_filter(sess, sess_params, sc.agents, sc.repo)
-    if sess:
-        where.append(f"r.session_id IN (SELECT s.id FROM sessions s WHERE {' AND '.join(sess)})")
-        params.extend(sess_params)
-    return (" WHERE " + " AND ".join(where) if where else ""), params
-
-
-def tools(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
-    """``(tool, status, calls, calls timed, sum of durations, max duration)``: from
-    ``tool_call_hours`` when the scope is whole hours, else from the calls."""
-    if _hourly(sc):
-        where, params = _hour_scope(sc, timed_only=False)
-        return con.execute(
-            "SELECT r.tool, r.status, sum(r.calls), sum(r.timed), sum(r.sum_ms), max(r.max_ms)"
-            f" FROM tool_call_hours r{where} GROUP BY r.tool, r.status",
-            params,
-        ).fetchall()
-    where, params = _signal_scope(sc, "t")
-    return con.execute(
-        "SELECT t.tool, t.status, count(*), count(t.duration_ms), sum(t.duration_ms),"
-        f" max(t.duration_ms) FROM tool_calls t INDEXED BY tool_calls_stats{where}"
-        " GROUP BY t.tool, t.status",
-        params,
-    ).fetchall()
-
-
-def duration_at(con: sqlite3.Connection, sc: Scope, tool: str, rank: int) -> int | None:
-    """The ``rank``-th smallest duration (0-based) of the tool's timed calls in the scope:
-    an offset walk of the (tool, duration) index."""
-    where, params = _signal_scope(sc, "t")
-    cond = where.replace(" WHERE ", " AND ", 1)
-    row = con.execute(
-        "SELECT t.duration_ms FROM tool_calls t INDEXED BY tool_calls_durations"
-        f" WHERE t.tool = ? AND t.duration_ms IS NOT NULL{cond}"
-        " ORDER BY t.duration_ms LIMIT 1 OFFSET ?",
-        [tool, *params, int(rank)],
-    ).fetchone()
-    return None if row is None else int(row[0])
-
-
-def tool_span(con: sqlite3.Connection) -> tuple[int, int] | None:
-    """The first and last tool call time (ms): one seek at each end of the ts index."""
-    first = con.execute("SELECT ts FROM tool_calls WHERE ts > 0 ORDER BY ts LIMIT 1").fetchone()
-    if first is None:
-        return None
-    last = con.execute("SELECT ts FROM tool_calls WHERE ts > 0 ORDER BY ts DESC LIMIT 1").fetchone()
-    return int(first[0]), int(last[0])
-
-
-def tools_per_slot(
-    con: sqlite3.Connection, sc: Scope, lo: int, hi: int, step_s: int, offset_s: int = 0
-) -> list[tuple[int, str, int]]:
-    """``(slot, status, calls)`` per time slot of the calls in the scope, in ``[lo, hi)``
-    (ms: the scope's bounds, else the first and last call's time).  From
-    ``tool_call_hours`` when the scope and the offset are whole hours (``step_s`` is), else
-    one range of the calls' ts index."""
-    # SQLite's / truncates toward zero: shift every time in range to >= 0 so that it floors
-    lead = 1 + max(0, -(lo // 1000 + int(offset_s))) // int(step_s)
-    shift = int(offset_s) + lead * int(step_s)
-    if _hourly(sc, offset_s):
-        where, params = _hour_scope(sc, timed_only=True)
-        slot = f"(r.hour * 3600 + {shift}) / {int(step_s)} - {lead}"
-        return con.execute(
-            f"SELECT {slot} AS slot, r.status, sum(r.calls) FROM tool_call_hours r{where}"
-            " GROUP BY slot, r.status",
-            params,
-        ).fetchall()
-    where, params = _signal_scope(Scope(lo, hi, sc.agents, sc.repo), "t")
-    return con.execute(
-        f"SELECT (t.ts + {shift * 1000}) / {int(step_s) * 1000} - {lead} AS slot, t.status,"
-        f" count(*) FROM tool_calls t{where} GROUP BY slot, t.status",
-        params,
-    ).fetchall()
-
-
-def files(con: sqlite3.Connection, sc: Scope, limit: int) -> list[tuple[Any, ...]]:
-    """``(path, language, operations, writes, sessions, lines added, lines removed,
-    accepted, rejected, last ts)`` of the most operated-on files.  Two steps: the top paths
-    by count (from the path index alone when the scope has no bounds), then the figures of
-    those paths only — a file is mostly operated on once, so grouping every operation with
-    its distinct sessions and lines cost as many table reads and sorts as operations."""
-    where, params = _signal_scope(sc, "f")
-    top = [
-        r[0]
-        for r in con.execute(
-            f"SELECT f.file_path FROM file_operations f{where} GROUP BY f.file_path"
-            " ORDER BY count(*) DESC, f.file_path LIMIT ?",
-            [*params, int(limit)],
-        )
-    ]
-    if not top:
-        return []
-    rank = {p: i for i, p in enumerate(top)}
-    rows = con.execute(
-        "SELECT f.file_path, max(f.language), count(*), sum(f.operation = 'write'),"
-        " count(DISTINCT f.session_id), sum(f.lines_added), sum(f.lines_removed),"
-        " sum(f.accepted = 1), sum(f.accepted = 0), max(f.ts) FROM file_operations f"
-        f"{where}{' AND' if where else ' WHERE'} f.file_path IN ({','.join('?' * len(top))})"
-        " GROUP BY f.file_path",
-        [*params, *top],
-    ).fetchall()
-    return sorted(rows, key=lambda r: rank[r[0]])
-
-
-def file_slots(
-    con: sqlite3.Connection, sc: Scope, paths: Sequence[str], step_s: int, offset_s: int = 0
-) -> list[tuple[str, int, int]]:
-    """``(path, slot, operations)`` of these files."""
-    if not paths:
-        return []
-    where, params = _signal_scope(sc, "f")
-    marks = ",".join("?" * len(paths))
-    return con.execute(
-        f"SELECT f.file_path, (f.ts / 1000 + {int(offset_s)}) / {int(step_s)} AS slot, count(*)"
-        f" FROM file_operations f{where}{' AND' if where else ' WHERE'} f.ts IS NOT NULL"
-        f" AND f.file_path IN ({marks}) GROUP BY f.file_path, slot",
-        [*params, *paths],
-    ).fetchall()
-
-
-def acceptance(con: sqlite3.Connection, sc: Scope) -> list[tuple[Any, ...]]:
-    """``(language, operation, operations, accepted, rejected, lines added, lines removed)``."""
-    where, params = _signal_scope(sc, "f")
-    return con.execute(
-        "SELECT coalesce(f.language, ''), f.operation, count(*), sum(f.accepted = 1),"
-        " sum(f.accepted = 0), sum(f.lines_added), sum(f.lines_removed)"
-        f" FROM file_operations f{where} GROUP BY 1, 2",
-        params,
-    ).fetchall()
-
-
-def test_runs(
-    con: sqlite3.Connection, sc: Scope, limit: int, offset: int = 0
-) -> list[tuple[Any, ...]]:
-    """``(session uid, call seq, ts, command, framework, passed, failed, skipped, status,
-    duration ms, repo, agent)``, newest first."""
-    where, params = _signal_scope(sc, "t")
-    join = "" if " JOIN sessions s" in where else " JOIN sessions s ON s.id = t.session_id"
-    return con.execute(
-        "SELECT s.uid, t.call_seq, t.ts, t.command, t.framework, t.passed, t.failed,"
-        f" t.skipped, t.status, t.duration_ms, s.repo, s.agent FROM test_runs t{join}{where}"
-        " ORDER BY t.ts IS NULL, t.ts DESC LIMIT ? OFFSET ?",
-        [*params, int(limit), int(offset)],
-    ).fetchall()
-
-
-def test_totals(
-    con: sqlite3.Connection, sc: Scope, step_s: int | None, offset_s: int = 0
-) -> list[tuple[Any, ...]]:
-    """``(slot, framework, command, status, runs, tests passed, tests failed, tests
-    skipped)`` by time slot (None: one slot, 0)."""
-    where, params = _signal_scope(sc, "t")
-    slot = f"(t.ts / 1000 + {int(offset_s)}) / {int(step_s)}" if step_s else "0"
-    return con.execute(
-        f"SELECT {slot} AS slot, t.framework, CASE WHEN t.framework IS NULL THEN t.command END,"
-        " t.status, count(*), sum(t.passed), sum(t.failed), sum(t.skipped)"
-        f" FROM test_runs t{where} GROUP BY slot, 2, 3, t.status",
-        params,
-    ).fetchall()
 
 
 def session_usage_rows(

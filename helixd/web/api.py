@@ -218,7 +218,7 @@ class Api:
 
     # -- metrics -------------------------------------------------------------------------
     async def metric(self, request: Request) -> Response:
-        from helixd.query import metrics
+        from helixd.query import metrics, signal_metrics
 
         name = request.path_params["name"]
         q = request.query_params
@@ -237,16 +237,16 @@ class Api:
                 metrics.costs, sc, self.table, group or "agent", step, off, 10, series
             )
         elif name == "tools":
-            doc = await self.reads.run(metrics.tools, sc, step, off)
+            doc = await self.reads.run(signal_metrics.tools, sc, step, off)
         elif name == "files":
             limit, _ = params.page(q, 50)
             fstep = params.choice(q, "step", ("day", "week"), "week")
-            doc = await self.reads.run(metrics.files, sc, limit, fstep, off)
+            doc = await self.reads.run(signal_metrics.files, sc, limit, fstep, off)
         elif name == "acceptance":
-            doc = await self.reads.run(metrics.acceptance, sc)
+            doc = await self.reads.run(signal_metrics.acceptance, sc)
         elif name == "tests":
             limit, offset = params.page(q, 50)
-            doc = await self.reads.run(metrics.tests, sc, limit, offset, step, off)
+            doc = await self.reads.run(signal_metrics.tests, sc, limit, offset, step, off)
         elif name == "activity":
             doc = await self.reads.run(metrics.activity, sc, off)
         else:

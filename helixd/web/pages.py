@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from helixd import __version__
-from helixd.query import detail, metrics, search, sessions, transcript
+from helixd.query import detail, metrics, search, sessions, signal_metrics, transcript
 from helixd.web import charts, params
 from helixd.web.reads import Reads
 from helixd.web.render import environment, money, session_url, shape
@@ -201,13 +201,13 @@ class Pages:
     async def files(self, request: Request) -> Response:
         f = params.filters(request.query_params)
         sc = f.scope()
-        doc = await self.reads.run(metrics.files, sc, 40, "week", f.offset_s)
-        acc = await self.reads.run(metrics.acceptance, sc)
+        doc = await self.reads.run(signal_metrics.files, sc, 40, "week", f.offset_s)
+        acc = await self.reads.run(signal_metrics.acceptance, sc)
         return await self.render(request, "files.html", "files", f=f, doc=doc, acc=acc)
 
     async def tools(self, request: Request) -> Response:
         f = params.filters(request.query_params)
-        doc = await self.reads.run(metrics.tools, f.scope(), "day", f.offset_s)
+        doc = await self.reads.run(signal_metrics.tools, f.scope(), "day", f.offset_s)
         slots = [{"start": s["start"], "by": s["by_status"]} for s in doc.get("over_time", [])]
         statuses = sorted({k for s in slots for k in s["by"]}, key=lambda k: (k != "success", k))
         chart = charts.stacked_bars(slots, statuses, _count, label="tool calls per day")
@@ -242,7 +242,9 @@ class Pages:
     async def tests(self, request: Request) -> Response:
         f = params.filters(request.query_params)
         limit, offset = params.page(request.query_params, 50)
-        doc = await self.reads.run(metrics.tests, f.scope(), limit, offset, "day", f.offset_s)
+        doc = await self.reads.run(
+            signal_metrics.tests, f.scope(), limit, offset, "day", f.offset_s
+        )
         slots = [
             {"start": t["start"], "by": {k: t[k] for k in ("passed", "failed", "other")}}
             for t in doc["trend"]

@@ -100,12 +100,12 @@ def fleet_web(make_store: Any, pg_server: Cluster, pg_db: str) -> Iterator[Fleet
 def _local_acceptance(db: Path) -> tuple[int, int]:
     from starlette.datastructures import QueryParams
 
-    from helixd.query import metrics, open_reader
+    from helixd.query import open_reader, signal_metrics
     from helixd.web import params
 
     con = open_reader(db)
     try:
-        doc = metrics.acceptance(con, params.filters(QueryParams("range=all")).scope())
+        doc = signal_metrics.acceptance(con, params.filters(QueryParams("range=all")).scope())
     finally:
         con.close()
     return doc["total"]["accepted"], doc["total"]["rejected"]
