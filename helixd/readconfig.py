@@ -396,6 +396,8 @@ def dsn_has_password(dsn: str) -> bool:
     """Whether a libpq connection string (``key=value`` words or a ``postgresql://`` URI)
     carries a password — which the config must never hold."""
     text = dsn.strip()
+    if not text:  # no fleet (most runs): no pattern to compile
+        return False
     if re.match(r"postgres(ql)?://", text, re.I):
         from urllib.parse import parse_qs, urlsplit
 

@@ -56,7 +56,15 @@ UNLESS_USED = (
 # uuid, platform, dataclasses and enum; reads parse their few small JSON documents with the
 # standard library's json), shutil (the terminal's width is read without it).  Only ``show``
 # loads them: its agent's parser re-reads the raw lines.
-LIGHT = ("dataclasses", "inspect", "orjson", "uuid", "shutil", "helixd.store.outbox_batch")
+LIGHT = (
+    "dataclasses",
+    "inspect",
+    "orjson",
+    "uuid",
+    "shutil",
+    "difflib",
+    "helixd.store.outbox_batch",
+)
 USES = {
     # status: the roots' survey kept between runs (helixd.sources.surveycache) and the
     # daemon's status document; a warm run walks nothing, so loads no adapter
