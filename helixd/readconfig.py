@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
 
 from helixd.paths import config_path_in_use, default_store_path
 
@@ -125,14 +125,12 @@ def parse_bytes(value: Any) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-@dataclass(frozen=True, slots=True)
-class AgentRoots:
+class AgentRoots(NamedTuple):
     enabled: bool = True
     roots: tuple[Path, ...] = ()  # empty: the agent's own defaults
 
 
-@dataclass(frozen=True, slots=True)
-class FleetRead:
+class FleetRead(NamedTuple):
     """What reads need of ``[fleet]``: where the shared PostgreSQL is (``dsn`` empty: no
     fleet) and how this machine is named there.  Never a password."""
 
@@ -144,18 +142,21 @@ class FleetRead:
     connect_timeout_seconds: float = 10
 
 
-@dataclass(frozen=True, slots=True)
-class ReadConfig:
+_NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
+
+
+class ReadConfig(NamedTuple):
     """What read commands need to know.  ``path`` is the config file in use (it may not
-    exist); ``store_db`` is expanded (``~``) but not resolved."""
+    exist); ``store_db`` is expanded (``~``) but not resolved.  (NamedTuples, not
+    dataclasses: importing ``dataclasses`` costs every read ~10 ms; ``test_read_imports``.)"""
 
     path: Path
     store_db: Path
     prices_table: Path | None = None
-    price_overrides: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    budgets: Mapping[str, int] = field(default_factory=lambda: dict(BUDGET_DEFAULTS))
-    agents: Mapping[str, AgentRoots] = field(default_factory=dict)
-    fleet: FleetRead = field(default_factory=FleetRead)
+    price_overrides: Mapping[str, Mapping[str, float]] = _NOTHING
+    budgets: Mapping[str, int] = MappingProxyType(BUDGET_DEFAULTS)
+    agents: Mapping[str, AgentRoots] = _NOTHING
+    fleet: FleetRead = FleetRead()
 
     def agent(self, name: str) -> AgentRoots:
         return self.agents.get(name, AgentRoots())
@@ -286,7 +287,7 @@ def _helix_env(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-_SIMPLE_ENV: Final = re.compile(
+_SIMPLE_ENV: Final = (  # compiled when a HELIX_* variable is set (most runs: none)
     r"helix_(store_db|store__db|prices__table|retention__[a-z0-9_]+|agents__[a-z0-9_-]+__(roots|enabled)"
     r"|(ingest|daemon|retention|web|fleet)__[a-z0-9_]+|fleet_password|config|socket|state_dir|log.*)"
 )
@@ -302,7 +303,7 @@ _OUR_SECTIONS: Final = (
 def _understood(env: Mapping[str, str]) -> bool:
     """Whether every variable that could change a key read here has a form read here."""
     for name in env:
-        if _SIMPLE_ENV.fullmatch(name):
+        if re.fullmatch(_SIMPLE_ENV, name):
             continue
         if name.startswith(_OUR_SECTIONS):
             return False
@@ -395,6 +396,8 @@ def dsn_has_password(dsn: str) -> bool:
     """Whether a libpq connection string (``key=value`` words or a ``postgresql://`` URI)
     carries a password — which the config must never hold."""
     text = dsn.strip()
+    if not text:  # no fleet (most runs): no pattern to compile
+        return False
     if re.match(r"postgres(ql)?://", text, re.I):
         from urllib.parse import parse_qs, urlsplit
 

@@ -65,6 +65,20 @@ UNLESS_USED = (
     "helixd.store.faults",  # a read that works never classifies a store fault
     "helixd.daemon",
 )
+# what costs a read ~10-20 ms to import and a read answers without: the standard library's
+# ``dataclasses`` (it loads ``inspect``: the query types are NamedTuples), orjson (it loads
+# uuid, platform, dataclasses and enum; reads parse their few small JSON documents with the
+# standard library's json), shutil (the terminal's width is read without it).  Only ``show``
+# loads them: its agent's parser re-reads the raw lines.
+LIGHT = (
+    "dataclasses",
+    "inspect",
+    "orjson",
+    "uuid",
+    "shutil",
+    "difflib",
+    "helixd.store.outbox_batch",
+)
 USES = {
     # status: the roots' survey kept between runs (helixd.sources.surveycache) and the
     # daemon's status document; a warm run walks nothing, so loads no adapter
@@ -127,6 +141,8 @@ def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
         assert not [m for m in NEVER if has(m)], (name, [m for m in NEVER if has(m)])
         extra = [m for m in UNLESS_USED if has(m) and m not in USES.get(name, set())]
         assert not extra, (name, extra)
+        heavy = [m for m in LIGHT if has(m)]
+        assert name == "show" or not heavy, (name, heavy)
         # show re-reads the raw lines of its session's agent (Claude here): that parser only
         parsers = modules & AGENT_MODULES
         assert parsers == ({"helixd.adapters.claude"} if name == "show" else set()), (name, parsers)

@@ -750,3 +750,45 @@ def test_stats_tool_and_file_figures_equal_a_scan_of_the_facts(
     dst.commit()
     check(dst)
     dst.close()
+
+
+_OLD_USAGE = (
+    "SELECT s.agent, s.repo, b.model, sum(b.input), sum(b.output), sum(b.cache_read),"
+    " sum(b.cache_write_5m), sum(b.cache_write_1h), sum(b.reasoning), sum(b.responses)"
+    " FROM usage_buckets b JOIN sessions s ON s.id = b.session_id WHERE b.bucket >= ?"
+    " GROUP BY 1, 2, 3"
+)
+_OLD_MODEL_SESSIONS = (
+    "SELECT model, count(DISTINCT session_id) FROM usage_buckets WHERE bucket >= ? GROUP BY 1"
+)
+
+
+def test_stats_usage_from_whole_days_equals_the_buckets(claude_db: Path, tmp_path: Path) -> None:
+    """Issue 12: ``stats`` sums usage from ``usage_days`` for the whole days of its range and
+    from the 15-minute buckets before the first whole day; the answer is the buckets' own, for
+    all time and for ranges starting on, inside and just before a day, also with usage of
+    unknown time (bucket 0: day -1 of the rollup)."""
+    from helixd.store import queries
+
+    db = tmp_path / "copy.db"
+    src = sqlite3.connect(claude_db)
+    dst = sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+    buckets = [b for (b,) in dst.execute("SELECT DISTINCT bucket FROM usage_buckets ORDER BY 1")]
+    assert len(buckets) > 10 and buckets[0] == 0  # the fixtures have usage of unknown time
+    assert dst.execute("SELECT count(*) FROM usage_days WHERE day = -1").fetchone()[0] > 0
+    middle = buckets[len(buckets) // 2]
+    starts = {0, -(10**13), middle * 900_000, middle * 900_000 + 1, (middle // 96) * 96 * 900_000}
+    starts |= {((middle // 96) * 96 - 1) * 900_000, ((middle // 96) * 96 + 1) * 900_000}
+
+    def check(con: sqlite3.Connection) -> None:
+        for lo in sorted(starts):
+            bucket = lo // 900_000
+            got = queries.stats(con, lo or None, 5)
+            assert sorted(got["usage"]) == sorted(con.execute(_OLD_USAGE, (bucket,)).fetchall())
+            want = con.execute(_OLD_MODEL_SESSIONS, (bucket,)).fetchall()
+            assert sorted(got["model_sessions"]) == sorted(want)
+
+    check(dst)
+    dst.close()

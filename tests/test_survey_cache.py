@@ -101,6 +101,19 @@ def test_a_chmod_of_a_directory_walks_again(corpus: Path, tmp_path: Path) -> Non
     assert _cached(rc, home, env, cache) == first
 
 
+def test_a_root_reached_through_a_new_link_walks_again(corpus: Path, tmp_path: Path) -> None:
+    """An ancestor of the roots replaced by a link to the same tree: every directory keeps
+    its ctime, only the roots' real paths tell (checked one ``lstat`` per shared prefix)."""
+    home, cache, env = corpus, tmp_path / "cache" / "survey.json", {"HOME": str(corpus)}
+    rc = _rc(home)
+    first = _cached(rc, home, env, cache)
+    _mark(cache)
+    assert _cached(rc, home, env, cache)["files"] == 999
+    (home / ".claude").rename(home / ".claude-real")
+    (home / ".claude").symlink_to(home / ".claude-real")
+    assert _cached(rc, home, env, cache) == first  # walked: not the marked answer
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
 def test_a_file_made_unreadable_walks_again(corpus: Path, tmp_path: Path) -> None:
     home, cache, env = corpus, tmp_path / "cache" / "survey.json", {"HOME": str(corpus)}

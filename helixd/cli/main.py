@@ -156,9 +156,10 @@ COMMANDS: Final[dict[str, Command]] = {
 }
 
 
-def _columns() -> int:
+def terminal_columns(fallback: int = 80) -> int:
     """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, then the
-    terminal of stdout, else 80)."""
+    terminal of stdout, else ``fallback``), without importing shutil (~4 ms with the bz2 and
+    lzma it loads)."""
     try:
         columns = int(os.environ.get("COLUMNS", "0"))
     except ValueError:
@@ -168,7 +169,7 @@ def _columns() -> int:
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
         except (AttributeError, ValueError, OSError):
             columns = 0
-    return columns or 80
+    return columns or fallback
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -182,7 +183,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         max_help_position: int = 24,
         width: int | None = None,
     ) -> None:
-        width = _columns() - 2 if width is None else width
+        width = terminal_columns() - 2 if width is None else width
         super().__init__(prog, indent_increment, max_help_position, width)
 
 

@@ -193,8 +193,6 @@ def show(ctx: Context, args: Namespace) -> None:
     """Read a session: the conversation with tool calls, their inputs and outputs (while the
     raw lines are kept; marked evicted after), edits as diffs, thinking folded.  Paged on a
     terminal.  UID is `agent:<id>`, the bare id, or a unique prefix."""
-    import dataclasses
-
     from helixd.query.sessions import resolve
     from helixd.query.transcript import raw_lines, transcript
 
@@ -226,7 +224,7 @@ def show(ctx: Context, args: Namespace) -> None:
             sys.stdout.buffer.write(line + b"\n")
         return
     if fmt == "json":
-        echo_json({**dataclasses.asdict(page), "session": page.session})
+        echo_json({**page._asdict(), "session": page.session})
         return
     from helixd.cli.transcript_view import render_markdown, render_text
 

@@ -4,8 +4,9 @@ Cheap to import on purpose (the read commands' whole-process time is the figure)
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
+
+from helixd.cli.main import terminal_columns  # loaded by every command
 
 
 def cut(text: str, width: int) -> str:
@@ -26,7 +27,7 @@ def render(
     align = [*right, *([False] * cols)][:cols]
     body = [list(r) for r in rows] + ([list(total)] if total else [])
     widths = [max([len(head[i])] + [len(r[i]) for r in body]) for i in range(cols)]
-    room = shutil.get_terminal_size((160, 24)).columns - 2 * (cols - 1)
+    room = terminal_columns(160) - 2 * (cols - 1)
     if sum(widths) > room:
         k = flex if flex is not None else max(range(cols), key=lambda i: widths[i])
         widths[k] = max(room - (sum(widths) - widths[k]), min(widths[k], 12))

@@ -5,7 +5,6 @@ file written (``content``), or a patch the agent already wrote (``*** Begin Patc
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -25,6 +24,8 @@ def _first(obj: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
 
 
 def _pair(path: str, old: str, new: str) -> list[str]:
+    import difflib  # loaded by the first edit shown (``show`` of a page without one: never)
+
     return list(
         difflib.unified_diff(
             old.splitlines(),

@@ -12,15 +12,13 @@ that keeps the store from being used (as the daemon meets it, else as the file s
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from helixd.daemon.pidlock import holder
-from helixd.filemodes import write_private
 
 
 def status_path(db: Path) -> Path:
@@ -34,12 +32,18 @@ class StatusFile:
     def write(self, snapshot: dict[str, Any]) -> None:
         """Replace the status file atomically; 0600 whatever the umask (it names every
         root and file problem)."""
+        import orjson
+
+        from helixd.filemodes import write_private
+
         write_private(self.path, orjson.dumps(snapshot, default=str))
 
     def read(self) -> dict[str, Any] | None:
+        """The published state (None when absent or torn).  The standard library's parser:
+        ``helixctl status`` reads one small file, and importing orjson costs it ~20 ms."""
         try:
-            data = orjson.loads(self.path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
 

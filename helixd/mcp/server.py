@@ -14,7 +14,6 @@ page of a session's events), ``usage_report`` (per day / week / month / session)
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -166,7 +165,7 @@ def build(memory: Memory) -> MCPServer:
         )
         with memory.reader() as con:
             page = list_sessions(con, f, memory.prices, max(1, min(limit, 500)), max(0, offset))
-        return dataclasses.asdict(page)
+        return page._asdict()
 
     @tool
     def read_transcript(
@@ -186,7 +185,7 @@ def build(memory: Memory) -> MCPServer:
                 tail=tail is not None,
                 limit=max(1, min(tail or limit, 500)),
             )
-        return {**dataclasses.asdict(page), "session": page.session}
+        return {**page._asdict(), "session": page.session}
 
     @tool
     def usage_report(

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from helixd.core.snippets import query_terms, snippet
 from helixd.core.timeparse import iso
@@ -43,8 +42,7 @@ class SearchError(ValueError):
     """The search cannot run as asked; the message says why in plain words."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchQuery:
+class SearchQuery(NamedTuple):
     text: str
     fts: bool = False
     prefix: bool = False
@@ -52,7 +50,7 @@ class SearchQuery:
     repo: str | None = None
     since: int | None = None
     until: int | None = None
-    kinds: Sequence[str] = field(default_factory=tuple)
+    kinds: Sequence[str] = ()
     limit: int = 20
     offset: int = 0
     # search as you type: rank only the newest this many matches (0: all); applied to a

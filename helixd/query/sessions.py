@@ -4,12 +4,10 @@ problems)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
-
-import orjson
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import priced, priced_usd
@@ -33,8 +31,7 @@ _TIMES: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPage:
+class SessionPage(NamedTuple):
     """``sessions`` of ``total`` kept by the filter, from ``offset``."""
 
     sessions: list[dict[str, Any]]
@@ -104,41 +101,39 @@ def list_sessions(
     return SessionPage(rows, total, offset, limit)
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(NamedTuple):
     """What a typed reference (``claude:<id>``, a bare id, a prefix) names: ``found`` one
     session, several (``ambiguous``: the candidates), or ``none``."""
 
     status: Literal["found", "ambiguous", "none"]
-    session: dict[str, Any] | None = None
-    candidates: list[str] = field(default_factory=list)
+    session: dict[str, Any] | None
+    candidates: list[str]
 
 
 def resolve(con: sqlite3.Connection, ref: str) -> Resolution:
     matches = sq.find_sessions(con, ref.strip())
     if not matches:
-        return Resolution("none")
+        return Resolution("none", None, [])
     if len(matches) > 1:
-        return Resolution("ambiguous", candidates=[m["uid"] for m in matches])
-    return Resolution("found", session=matches[0])
+        return Resolution("ambiguous", None, [m["uid"] for m in matches])
+    return Resolution("found", matches[0], [])
 
 
-@dataclass(frozen=True, slots=True)
-class Lookup:
+class Lookup(NamedTuple):
     """One session: its row, its digest (None until the analyze pass built it), the sessions
     it spawned (subagents, forks) and its parent's row, and its files' problems."""
 
     resolution: Resolution
-    digest: dict[str, Any] | None = None
-    children: list[dict[str, Any]] = field(default_factory=list)
-    parent: dict[str, Any] | None = None
-    problems: dict[str, int] = field(default_factory=dict)
+    digest: dict[str, Any] | None
+    children: list[dict[str, Any]]
+    parent: dict[str, Any] | None
+    problems: dict[str, int]
 
 
 def lookup(con: sqlite3.Connection, ref: str) -> Lookup:
     res = resolve(con, ref)
     if res.session is None:
-        return Lookup(res)
+        return Lookup(res, None, [], None, {})
     s = res.session
     raw = sq.digest_json(con, s["id"])
     parent = None
@@ -147,7 +142,7 @@ def lookup(con: sqlite3.Connection, ref: str) -> Lookup:
         parent = found[0] if found and found[0]["uid"] == s["parent_uid"] else None
     return Lookup(
         resolution=res,
-        digest=orjson.loads(raw) if raw else None,
+        digest=json.loads(raw) if raw else None,  # orjson's import costs ~8 ms more
         children=sq.children(con, s["uid"]),
         parent=parent,
         problems=sq.file_problems(con, s["id"]),

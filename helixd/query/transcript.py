@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import zstandard
 
@@ -28,8 +27,7 @@ PAYLOAD_CHARS: Final = 64 * 1024  # a body longer than this is cut (the size is 
 MAX_PAGE: Final = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Transcript:
+class Transcript(NamedTuple):
     """One page of a session's events.  ``total`` events are stored for the session (seq
     ``first_seq``..``last_seq``); ``raw`` says whether bodies can still be shown (``kept``),
     were dropped by eviction (``evicted``), or the events themselves are gone (``gone``)."""
@@ -40,7 +38,7 @@ class Transcript:
     first_seq: int | None
     last_seq: int | None
     raw: str
-    children: list[dict[str, Any]] = field(default_factory=list)
+    children: list[dict[str, Any]]
 
     @property
     def has_before(self) -> bool:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
@@ -37,8 +36,7 @@ PERIODS: Final = ("daily", "weekly", "monthly", "session")
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
-@dataclass(frozen=True, slots=True)
-class ReportQuery:
+class ReportQuery(NamedTuple):
     """``period`` of ``PERIODS``; ``first_day``/``last_day`` inclusive, local days in ``tz``
     (None: the system's zone); ``week_start`` an index of ``WEEKDAYS``; ``cost`` one of
     ``COST_MODES`` (the dollars the agents recorded, or the price table's)."""

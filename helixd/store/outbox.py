@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from helixd.store.outbox_batch import KINDS, Tier2Batch, chunks, marks
+if TYPE_CHECKING:  # the push's side, imported where used: ``status`` reads only ``facts``
+    from helixd.store.outbox_batch import Tier2Batch
 
 FLAG: Final = "fleet_outbox"
 _MACHINE_ID: Final = "fleet_machine_id"
@@ -33,6 +34,12 @@ _LAST_ERROR: Final = "fleet_last_error"
 _FAILURES: Final = "fleet_failures"
 _PUSHED: Final = "fleet_rows_pushed"
 _RESYNCS: Final = "fleet_resyncs"
+
+
+def _kinds() -> tuple[str, ...]:
+    from helixd.store.outbox_batch import KINDS
+
+    return KINDS
 
 
 # -- switching the mirror on and off ---------------------------------------------------------
@@ -91,7 +98,7 @@ def switch_on(con: sqlite3.Connection, now: int, include_text: bool) -> int:
         _set_meta(con, FLAG, "1")
         _set_meta(con, _TEXT, int(include_text))
         con.execute("DELETE FROM fleet_text_marks")
-        return _seed(con, now, KINDS)
+        return _seed(con, now, _kinds())
 
     return int(_transaction(con, run))
 
@@ -117,7 +124,7 @@ def resync(con: sqlite3.Connection, now: int) -> int:
         con.execute("DELETE FROM fleet_text_marks")
         resyncs = int(_meta(con, _RESYNCS) or 0)
         _set_meta(con, _RESYNCS, resyncs + 1)
-        return _seed(con, now, KINDS)
+        return _seed(con, now, _kinds())
 
     return int(_transaction(con, run))
 
@@ -157,6 +164,8 @@ def watermark(con: sqlite3.Connection) -> int:
 def confirm(con: sqlite3.Connection, batch: Tier2Batch, now: int) -> None:
     """The server committed ``batch``: drop its entries (those not replaced meanwhile by a
     newer change), record the text sent and the watermark, enqueue what text is left."""
+
+    from helixd.store.outbox_batch import chunks, marks
 
     def run(con: sqlite3.Connection) -> None:
         for part in chunks([e.id for e in batch.entries]):

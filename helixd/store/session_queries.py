@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from helixd.store.queries import report_sums, session_filter
 
@@ -23,8 +22,7 @@ SESSION_NAMES: Final = tuple(c.strip() for c in SESSION_COLS.split(","))
 _LISTED: Final = ", ".join(f"s.{c}" for c in SESSION_NAMES)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionFilter:
+class SessionFilter(NamedTuple):
     """Which sessions: of these agents, of a repo (its name, or a directory at or under a
     path), active in ``[since, until)`` (epoch ms), of this digest outcome, that used this
     model; sessions without a single message only with ``include_empty``."""
