@@ -5,9 +5,11 @@ a partial last line left for later; and a small read never starts a process."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -192,4 +194,35 @@ async def test_parts_the_builder_fails_to_build_are_built_here(
         assert await digest.analyze(store, ids, NOW, builder=builder) == len(ids)
         assert await store.session_ids_changed_since_analysis() == []
     assert len(calls) >= 3  # every other part: some failed, some built by the builder
+    assert digests(db) == digests(tmp_path / "plain.db")
+
+
+async def test_a_worker_killed_before_the_digests_leaves_them_all_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real pool with its worker dead (a broken pool refuses every part at ``submit``):
+    the builder answers each part with a failed future, never an exception of its own, and
+    every part is built here — the ingest does not fail in its digest phase."""
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    home = tmp_path / "home"
+    make_home(home)
+    await ingest(tmp_path / "plain.db", home, workers=0)
+    db = tmp_path / "broken.db"
+    pool = ParsePool(1)
+    try:
+        gone = pool.executors[0].submit(os._exit, 1)
+        with pytest.raises(BrokenProcessPool):
+            gone.result(timeout=60)
+        builder = pool.digest_builder(str(db), digest.prices())
+        assert builder is not None
+        async with await Store.open(db) as store:
+            await Ingestor(store, workers=0).backfill(
+                discover([(claude.ADAPTER, home / ".claude/projects")])
+            )
+            ids = await store.session_ids_changed_since_analysis()
+            assert await digest.analyze(store, ids, NOW, builder=builder) == len(ids)
+            assert await store.session_ids_changed_since_analysis() == []
+        assert pool.digest_parts >= 2  # the builder was asked (and refused) more than once
+    finally:
+        pool.close()
     assert digests(db) == digests(tmp_path / "plain.db")

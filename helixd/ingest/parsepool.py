@@ -157,11 +157,16 @@ class ParsePool:
             self.digest_parts += 1
             first = n not in sent
             sent.add(n)
-            return asyncio.wrap_future(
-                self.executors[n].submit(
+            try:
+                job = self.executors[n].submit(
                     build_from, db, list(ids), now, idle_ms, key, table if first else None
                 )
-            )
+            except Exception as exc:  # a worker died before (BrokenProcessPool): the
+                failed: asyncio.Future[tuple[int, list[Built]]]  # part is built here
+                failed = asyncio.get_running_loop().create_future()
+                failed.set_exception(exc)
+                return failed
+            return asyncio.wrap_future(job)
 
         return build
 

@@ -14,6 +14,7 @@ page of a session's events), ``usage_report`` (per day / week / month / session)
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -267,5 +268,23 @@ def _zone(name: str | None) -> Any:
 
 
 def run(store_db: Path, prices: tuple[str, Prices]) -> None:
-    """Serve over stdio until the client closes stdin."""
-    build(Memory(store_db, prices)).run("stdio")
+    """Serve over stdio until the client closes stdin; Ctrl-C (SIGINT) ends it with
+    ``KeyboardInterrupt`` (the CLI's "Aborted!", exit 1) even when the SDK's task group
+    absorbs the cancellation asyncio turns it into (seen under load: exit 0, nothing said)."""
+    interrupted: list[int] = []
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:  # not the main thread (an embedding): asyncio's own handling
+        previous = None
+    try:
+        build(Memory(store_db, prices)).run("stdio")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
