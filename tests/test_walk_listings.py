@@ -163,3 +163,53 @@ def test_an_unreadable_or_foreign_cache_is_ignored_and_replaced(
     cache.write_bytes(doc.replace(b'"1.jsonl"', b"7"))
     found, kept = walk(tree, cache)
     assert found == expected and kept is not None and kept.hits == 4
+
+
+def test_a_name_that_leaves_the_directory_is_never_taken_from_the_cache(
+    tree: Path, tmp_path: Path, no_racy_window: None
+) -> None:
+    """A damaged or hand-edited cache naming ``../x`` or ``a/b``: that directory is listed."""
+    cache = tmp_path / "listings.json"
+    expected = walk(tree, None)[0]
+    walk(tree, cache)
+    doc = cache.read_bytes()
+    for bad in (b'"../../etc/passwd"', b'"x/1.jsonl"', b'".."'):
+        cache.write_bytes(doc.replace(b'"1.jsonl"', bad))
+        found, kept = walk(tree, cache)
+        assert found == expected and kept is not None and kept.hits == 4  # "a" listed again
+        walk(tree, cache)
+
+
+def test_an_adapters_entries_of_another_version_are_dropped_when_it_is_walked(
+    tree: Path, tmp_path: Path, no_racy_window: None
+) -> None:
+    from dataclasses import replace
+
+    cache = tmp_path / "listings.json"
+    walk(tree, cache)
+    newer = replace(CLAUDE, version=CLAUDE.version + 1)
+    kept = Listings.load(cache, cache_key(__version__))
+    assert [s.rel for s in discover([(newer, tree)], listings=kept)] == walk(tree, None)[0]
+    kept.save()
+    scopes = {k.split("\0", 1)[0] for k in orjson.loads(cache.read_bytes())["dirs"]}
+    assert scopes == {f"claude:{newer.version}:{kept_depth(scopes)}:{tree}"}
+
+
+def kept_depth(scopes: set[str]) -> str:
+    return next(iter(scopes)).split(":")[2]
+
+
+def test_the_key_changes_when_a_declaration_module_changes() -> None:
+    """An edited ``matches`` that kept its ``VERSION`` (a source or editable install) must
+    not reuse listings made by the old rules."""
+    from helixd.adapters.declared import claude as declared_claude
+
+    module = Path(declared_claude.__file__)
+    before = module.stat()
+    key = cache_key(__version__)
+    try:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        assert cache_key(__version__) != key
+    finally:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cache_key(__version__) == key

@@ -20,9 +20,12 @@ Exact by construction:
   the recorded time would leave the times equal; 2 s covers coarse file-system clocks too);
 * a directory replaced by another (``mv new old``) has another inode; one renamed away and
   back changed its parent, which is then listed again;
-* the key holds the Helix version (the adapters' rules) and each entry the adapter's name,
-  version and depth limit, and the root it was walked from; anything unreadable or of another
-  shape is ignored (the walk lists again);
+* the key holds the Helix version and a fingerprint of the code that decides what a walk
+  claims (the declaration modules' and this folder's sizes and mtimes: an edited ``matches``
+  whose ``VERSION`` was not bumped still lists everything again), and each entry the
+  adapter's name, version and depth limit, and the root it was walked from; an adapter's
+  entries of another version or depth are dropped when it is walked; anything unreadable or
+  of another shape (a name with a ``/``, ``..``) is ignored (the walk lists again);
 * the file is replaced atomically (``filemodes.write_private``: 0600 in a 0700 directory),
   and only when a listing changed; a cache that cannot be written is no error.
 """
@@ -98,8 +101,8 @@ class Listings:
             return None
         if not (isinstance(files, list) and isinstance(dirs, list)):
             return None
-        if not all(isinstance(n, str) for n in files) or not all(isinstance(n, str) for n in dirs):
-            return None
+        if not all(_plain_name(n) for n in files) or not all(_plain_name(n) for n in dirs):
+            return None  # a hand-edited or damaged cache never names a path outside
         self.used[name] = entry
         self.hits += 1
         return files, dirs
@@ -119,7 +122,15 @@ class Listings:
     def save(self) -> None:
         """Write what this walk used (and the entries of scopes it did not enter), when
         anything differs from what was read."""
-        others = {k: v for k, v in self.entries.items() if k.split("\0", 1)[0] not in self.walked}
+        # the scopes this walk did not enter stay — except an adapter's scopes of another
+        # version or depth limit than the one walked now (never to be entered again)
+        walked_as = {scope.split(":", 1)[0]: _rules(scope) for scope in self.walked}
+        others = {
+            k: v
+            for k, v in self.entries.items()
+            if (scope := k.split("\0", 1)[0]) not in self.walked
+            and walked_as.get(scope.split(":", 1)[0], _rules(scope)) == _rules(scope)
+        }
         if not self.changed and len(others) + len(self.used) == len(self.entries):
             return
         import orjson
@@ -134,5 +145,33 @@ class Listings:
             return
 
 
+def _plain_name(name: object) -> bool:
+    """A directory entry's name: a string without a separator, not ``.`` or ``..``."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+
+
+def _rules(scope: str) -> str:
+    """``name:version:depth`` of a scope ``name:version:depth:root``."""
+    return ":".join(scope.split(":", 3)[:3])
+
+
 def cache_key(version: str) -> str:
-    return f"{FORMAT}:{version}"
+    """The format, the Helix version and a fingerprint of the code that decides what a walk
+    claims — each adapter declaration module's and the walk's own size and mtime (one
+    ``scandir`` of a small directory): an edited ``matches`` in a source or editable
+    install that kept its ``VERSION`` still makes every directory listed again."""
+    import zlib
+
+    from helixd.adapters import declared
+
+    marks = []
+    for path in (*declared.__path__, os.path.dirname(__file__)):
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".py"):
+                        st = entry.stat()
+                        marks.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            marks.append(f"{path}:?")
+    return f"{FORMAT}:{version}:{zlib.crc32(chr(10).join(sorted(marks)).encode()):08x}"
