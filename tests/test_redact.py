@@ -221,3 +221,16 @@ def test_json_nested_in_a_row_stays_valid_with_several_secrets(family: str) -> N
     innermost = orjson.loads(inner["nested"])
     assert isinstance(innermost, dict) and set(inner) == set(doc)
     assert [n for n in needles if n.encode() in masked] == []
+
+
+def test_a_long_run_of_backslashes_after_a_key_cut_short_is_linear() -> None:
+    """A private key cut short and then 40 kB of escaped backslashes in its string: masked to
+    the string's end in linear time (each pair looked ahead over the rest of the run: 0.6 s)."""
+    import time
+
+    line = b'{"t": "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow' + b"\\" * 20_000 + b'x"}\n'
+    start = time.process_time()
+    masked, found = redact(line)
+    assert time.process_time() - start < 0.1
+    assert found == 1 and b"MIIEow" not in masked and masked.endswith(b'"}\n')
+    assert orjson.loads(masked)
