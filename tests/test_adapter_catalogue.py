@@ -125,3 +125,16 @@ def test_parsing_imports_that_agent_s_parser_only() -> None:
         "adapter_named('pi').parse(Chunk(b'{}\\n', 0, True, ctx), {})"
     )
     assert _adapter_modules_after(code) & PARSERS == {"helixd.adapters.pi"}
+
+
+def test_every_parser_pickles_by_name_loaded_or_not() -> None:
+    """An adapter's ``parse`` crosses a process boundary by name, also after it was loaded
+    (crush's and cline_tasks' parsers are closures, which do not pickle)."""
+    import pickle
+
+    from helixd.adapters.registry import REGISTRY
+
+    for adapter in REGISTRY:
+        adapter.parse.load()  # type: ignore[attr-defined]
+        again = pickle.loads(pickle.dumps(adapter.parse))
+        assert again.load() is adapter.parse.load()  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import asyncio
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,5 +249,46 @@ async def test_an_overflow_of_the_inotify_queue_asks_for_a_rescan(tmp_path: Path
             fh.write(b"{}\n")
         await _settle()
         assert set(paths) == {str(proj / NAME)}  # created, then modified
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.skipif(not inotify.AVAILABLE, reason="watchdog's inotify layer is Linux's")
+async def test_a_failed_inotify_read_is_logged_asks_for_a_rescan_and_watching_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of the inotify descriptor that fails (events may be lost) never ends the
+    reader thread silently: the loop is asked for the reconcile scan and the next
+    append is still heard."""
+    monkeypatch.setattr(inotify, "READ_RETRY_SECONDS", 0.05)
+    proj = tmp_path / "-work-p"
+    proj.mkdir()
+    changed: list[str] = []
+    fail_once = threading.Event()
+    real = inotify._Reader.read_events
+
+    def read_events(self: Any) -> Any:
+        events = real(self)
+        if fail_once.is_set():
+            fail_once.clear()
+            raise OSError(5, "Input/output error")
+        return events
+
+    monkeypatch.setattr(inotify._Reader, "read_events", read_events)
+    watcher, paths, _ = await _watching(tmp_path, native=True, changed=changed)
+    try:
+        await _settle(0.2)
+        fail_once.set()
+        (proj / "x.tmp").touch()  # wakes the read that fails
+        for _ in range(100):
+            await _settle(0.05)
+            if changed:
+                break
+        assert changed == ["root"] and watcher.inotify._reader.is_alive()
+        paths.clear()
+        with (proj / NAME).open("ab") as fh:
+            fh.write(b"{}\n")
+        await _settle()
+        assert set(paths) == {str(proj / NAME)}
     finally:
         watcher.stop()

@@ -106,6 +106,10 @@ class LazyParser:
     def __repr__(self) -> str:
         return f"LazyParser({self.module!r}, {self.agent!r})"
 
+    def __reduce__(self) -> tuple[type[LazyParser], tuple[str, str]]:
+        """Pickled by name, loaded or not (a loaded parser may be a closure)."""
+        return (LazyParser, (self.module, self.agent))
+
 
 def _unset(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:  # pragma: no cover
     raise AssertionError("replaced in Adapter.__post_init__")

@@ -55,6 +55,7 @@ MOVES_REMEMBERED: Final = 1024  # moves out whose other half may still come
 # files) is read and handed over at most ~200 times a second, far under the work queue's
 # debounce (20 ms).  Without it a free loop was woken for every two or three events.
 GATHER_SECONDS: Final = 0.005
+READ_RETRY_SECONDS: Final = 1.0  # after a failed read (events may be lost: a rescan is run)
 
 
 def _mask() -> int:
@@ -124,7 +125,16 @@ if AVAILABLE:
 
         def run(self) -> None:
             while self.should_keep_running():
-                events = self.read_events()
+                try:
+                    events = self.read_events()
+                except Exception as exc:  # never a silent end: say so, rescan, go on
+                    if not self.should_keep_running():
+                        return
+                    log.error("inotify_read_failed", error=repr(exc))
+                    self.batches.overflow()  # the loop runs the reconcile scan
+                    self.batches.after_read()
+                    time.sleep(READ_RETRY_SECONDS)
+                    continue
                 for event in events:
                     try:
                         self.handle_event(event)

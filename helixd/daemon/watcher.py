@@ -136,8 +136,12 @@ class Watcher:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.native:
-            self.inotify = inotify.InotifyWatches(loop, self._changes)
-        else:
+            try:
+                self.inotify = inotify.InotifyWatches(loop, self._changes)
+            except Exception as exc:  # watchdog's inner layer changed shape: its observer
+                log.warning("inotify_layer_unusable_using_observer", error=repr(exc))
+                self.native = False
+        if not self.native:
             self.observer = Observer()
             self._handler = _Handler(loop, self._event)
         self._schedule()
@@ -192,7 +196,7 @@ class Watcher:
                     self._handler, path, recursive=recursive, event_filter=EVENTS
                 )
             self.watched[path] = recursive
-        except OSError as exc:
+        except Exception as exc:  # OSError; or watchdog's inner layer of another shape
             if path not in self.failed:
                 self.failed.add(path)
                 log.warning("watch_failed_fallback_to_scan", path=path, error=str(exc))
