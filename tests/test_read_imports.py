@@ -180,6 +180,8 @@ def test_a_rescan_that_finds_nothing_new_loads_no_event_loop_and_no_reader(store
     assert {"helixd.adapters.declared.claude", "helixd.adapters.declared.codex"} <= modules
     assert parser_side(modules) == [], parser_side(modules)
     assert "helixd.core.records" not in modules
+    # without --json nothing loads orjson (the kept listings are the standard library's json)
+    assert "orjson" not in loaded(store, "ingest")
 
 
 # `helixctl --version` (and `-h`): the interpreter, argparse and the command table; no command's

@@ -73,11 +73,11 @@ class Listings:
 
     @classmethod
     def load(cls, path: Path, key: str) -> Listings:
-        import orjson
+        import json  # the standard library's: importing orjson costs more than it saves
 
         try:
-            doc = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            doc = json.loads(path.read_bytes())
+        except (OSError, ValueError):
             return cls(path, key)
         if not isinstance(doc, dict) or doc.get("key") != key:
             return cls(path, key)
@@ -133,14 +133,14 @@ class Listings:
         }
         if not self.changed and len(others) + len(self.used) == len(self.entries):
             return
-        import orjson
+        import json
 
         from helixd.filemodes import private_dir, write_private
 
         try:
             private_dir(self.path.parent)
             doc = {"key": self.key, "dirs": {**others, **self.used}}
-            write_private(self.path, orjson.dumps(doc))
+            write_private(self.path, json.dumps(doc, separators=(",", ":")).encode())
         except OSError:
             return
 
