@@ -148,6 +148,8 @@ def test_every_read_command_loads_only_what_it_uses(store: RunCli) -> None:
         assert parsers == ({"helixd.adapters.claude"} if name == "show" else set()), (name, parsers)
         if name != "show":  # status included: no parser and none of its helpers
             assert parser_side(modules) == [], (name, parser_side(modules))
+        # the test output parsers (28 patterns) load only with a test command's result
+        assert "helixd.core.testruns" not in modules, name
 
 
 # what `helixctl ingest` with nothing new does without (the plan finds nothing to read): the

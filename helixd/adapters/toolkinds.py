@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ahocorasick_rs import AhoCorasick
 
 from helixd.core.testcommands import test_runner
-from helixd.core.testruns import TestCounts, parse_counts
 from helixd.core.toolnames import EDIT_TOOLS, SHELL_TOOLS
 from helixd.core.toolnames import INFRA_TOOLS as INFRA_TOOLS  # re-exported (moved to core)
 from helixd.core.toolnames import MCP_PREFIX as MCP_PREFIX
 from helixd.core.toolnames import is_infra_tool as is_infra_tool
 from helixd.core.values import bounded
+
+if TYPE_CHECKING:
+    from helixd.core.testruns import TestCounts
 
 _TEST_COMMAND = re.compile(
     r"(?:^|[\s;&|(/])(?:"
@@ -191,7 +193,11 @@ def result_signals(
 
 def _counts(text: str) -> TestCounts | None:
     """A test summary's counts, when they are counts (an absurd number in an output is
-    not a summary: ``parse_counts`` would raise on 5,000 digits, SQLite on 20)."""
+    not a summary: ``parse_counts`` would raise on 5,000 digits, SQLite on 20).  The
+    output parsers (28 patterns) load with the first test command's result: ``show`` of a
+    session's tail without one never compiles them."""
+    from helixd.core.testruns import parse_counts
+
     try:
         found = parse_counts(text)
     except ValueError:
