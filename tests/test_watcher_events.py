@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -235,14 +236,17 @@ async def test_an_overflow_of_the_inotify_queue_asks_for_a_rescan(tmp_path: Path
         reader = watcher.inotify._reader
         a, b = str(proj / "a.tmp"), str(proj / "b.tmp")
         Path(a).touch()
-        with reader._lock:  # the reader waits after its first read: the kernel queue fills
-            for _ in range(limit // 4 + 100):  # two events a rename, none coalesced
+        # the reader waits after its current read (one buffer at most: it reads without the
+        # lock, then takes it), so twice the kernel's limit overflows the queue whatever it read
+        with reader._lock:
+            for _ in range(limit // 2 + 100):  # two events a rename, none coalesced
                 os.rename(a, b)
                 os.rename(b, a)
-        for _ in range(100):
+        # the reader then goes through the queued events (16 384 by default) before the
+        # overflow mark at their end: seconds on a loaded machine
+        deadline = time.monotonic() + 60
+        while not changed and time.monotonic() < deadline:
             await _settle(0.05)
-            if changed:
-                break
         assert changed == ["root"] and watcher.overflows == 1
         paths.clear()
         with (proj / NAME).open("ab") as fh:
