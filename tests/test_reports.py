@@ -723,7 +723,7 @@ def test_stats_tool_and_file_figures_equal_a_scan_of_the_facts(
     """Issue 12: ``stats`` counts tool calls from their covering index and ranks files from
     the path index; the answers are those of the plain scan, for all time and a range, also
     once some rows have a negative time (which ``coalesce(ts, 0) >= 0`` leaves out)."""
-    from helixd.store import queries
+    from helixd.store import stats_queries
 
     db = tmp_path / "copy.db"
     src = sqlite3.connect(claude_db)
@@ -734,10 +734,10 @@ def test_stats_tool_and_file_figures_equal_a_scan_of_the_facts(
     def check(con: sqlite3.Connection) -> None:
         for lo in (0, -(10**13), 1, 1_750_000_000_000):
             old = [(r[0], *(n or 0 for n in r[1:])) for r in con.execute(_OLD_TOOLS, (lo,))]
-            assert queries.stats(con, lo or None, 5)["tools"] == old
+            assert stats_queries.stats(con, lo or None, 5)["tools"] == old
             for top in (3, 15):
                 files = con.execute(_OLD_FILES, (lo, top)).fetchall()
-                assert queries.stats(con, lo or None, top)["files"] == files
+                assert stats_queries.stats(con, lo or None, top)["files"] == files
 
     assert dst.execute("SELECT count(*) FROM tool_calls").fetchone()[0] > 100
     assert dst.execute("SELECT count(DISTINCT file_path) FROM file_operations").fetchone()[0] > 15
@@ -768,7 +768,7 @@ def test_stats_usage_from_whole_days_equals_the_buckets(claude_db: Path, tmp_pat
     from the 15-minute buckets before the first whole day; the answer is the buckets' own, for
     all time and for ranges starting on, inside and just before a day, also with usage of
     unknown time (bucket 0: day -1 of the rollup)."""
-    from helixd.store import queries
+    from helixd.store import stats_queries
 
     db = tmp_path / "copy.db"
     src = sqlite3.connect(claude_db)
@@ -785,7 +785,7 @@ def test_stats_usage_from_whole_days_equals_the_buckets(claude_db: Path, tmp_pat
     def check(con: sqlite3.Connection) -> None:
         for lo in sorted(starts):
             bucket = lo // 900_000
-            got = queries.stats(con, lo or None, 5)
+            got = stats_queries.stats(con, lo or None, 5)
             assert sorted(got["usage"]) == sorted(con.execute(_OLD_USAGE, (bucket,)).fetchall())
             want = con.execute(_OLD_MODEL_SESSIONS, (bucket,)).fetchall()
             assert sorted(got["model_sessions"]) == sorted(want)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from helixd.core.testcommands import test_runner
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import cost
-from helixd.store import queries
+from helixd.store import stats_queries
 
 if TYPE_CHECKING:
     from helixd.core.pricing import Prices
@@ -60,7 +60,7 @@ def _tests(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, Any]]:
 
 
 def stats(con: sqlite3.Connection, since: int | None, top: int, prices: Prices) -> dict[str, Any]:
-    return shape(queries.stats(con, since, top), since, top, prices)
+    return shape(stats_queries.stats(con, since, top), since, top, prices)
 
 
 def shape(
@@ -70,7 +70,7 @@ def shape(
     prices: Prices,
     machine_of: Callable[[Any], tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The stats document from the rows ``queries.stats`` returns.  With ``machine_of`` (the
+    """The stats document from the rows ``stats_queries.stats`` returns.  With ``machine_of`` (the
     fleet's rows: a machine id after the dimensions of ``sessions`` and ``usage`` and after the
     counts of ``per_session``, named ``(machine, user)`` by it) also ``by_machine`` and
     ``by_user``, and each session of the top list names its machine."""
