@@ -22,15 +22,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from helixd.configkeys import ConfigError, _closest, check_keys, spec_aliases
 from helixd.paths import config_path_in_use, default_store_path
-from helixd.readconfig import (
-    ConfigError,
-    _closest,
-    check_keys,
-    dsn_has_password,
-    parse_bytes,
-    spec_aliases,
-)
+from helixd.readconfig import dsn_has_password, parse_bytes
 
 __all__ = ["ConfigError", "Settings", "load", "parse_bytes"]
 

@@ -95,6 +95,7 @@ def test_every_module_lives_in_a_floor_or_is_a_shared_top_level_module() -> None
     assert top == {
         "helixd",
         "helixd.config",
+        "helixd.configkeys",
         "helixd.filemodes",
         "helixd.logs",
         "helixd.paths",
@@ -134,7 +135,8 @@ def test_the_cli_reads_through_the_query_layer(name: str, path: Path) -> None:
     ("name", "path"), [m for m in modules() if folder(m[0]) in ("core", "adapters", "store")]
 )
 def test_the_lower_floors_read_no_settings_and_no_paths(name: str, path: Path) -> None:
-    assert not ours(path) & {"helixd.config", "helixd.readconfig", "helixd.paths", "helixd.logs"}
+    settings = {"helixd.config", "helixd.configkeys", "helixd.readconfig", "helixd.paths"}
+    assert not ours(path) & {*settings, "helixd.logs"}
 
 
 @pytest.mark.parametrize(("name", "path"), modules())

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from helixd import config
-from helixd.readconfig import BUDGET_KEYS, ConfigError, ReadConfig, read_config
+from helixd.configkeys import ConfigError
+from helixd.readconfig import BUDGET_KEYS, ReadConfig, read_config
 
 CASES: list[tuple[str, str, dict[str, str]]] = [
     ("defaults", "", {}),
@@ -162,7 +163,7 @@ def test_reading_the_read_settings_does_not_import_pydantic(tmp_path: Path) -> N
 
 
 def test_the_known_keys_are_the_models_keys() -> None:
-    from helixd.readconfig import AGENT_KEYS, KNOWN_KEYS
+    from helixd.configkeys import AGENT_KEYS, KNOWN_KEYS
 
     model = config.Settings.model_fields
     assert set(KNOWN_KEYS) == set(model)

@@ -156,7 +156,8 @@ def _config_path(ctx: Context) -> Path | None:
 def read_settings(ctx: Context) -> ReadConfig:
     """The settings a read needs (store, prices, budgets, roots), without the full model;
     exit 2 naming the problem."""
-    from helixd.readconfig import ConfigError, ReadConfig, read_config
+    from helixd.configkeys import ConfigError
+    from helixd.readconfig import ReadConfig, read_config
 
     if isinstance(ctx.read_settings, ReadConfig):
         return ctx.read_settings
