@@ -97,7 +97,10 @@ async def test_a_burst_of_appends_wakes_the_loop_a_few_times_and_the_last_is_hea
         await asyncio.to_thread(burst)
         await _settle()
         wakeups = watcher.wakeups - woken
-        assert 1 <= wakeups < 1000 / 4, wakeups  # 1 000 appends, far fewer wake-ups
+        # 1 000 appends, far fewer wake-ups: the inotify reader gathers for 5 ms after each
+        # read; watchdog's observer (the fallback where that layer is missing) coalesces only
+        # while a wake-up is pending, so its count follows the scheduling (263 seen under load)
+        assert 1 <= wakeups < 1000 / (4 if native else 2), wakeups
         assert set(paths) == {str(f) for f in files}
         assert len(paths) <= wakeups * len(files)  # a path at most once per wake-up
         # nothing is lost: one more append after the burst is heard on its own
