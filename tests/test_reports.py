@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
+from helixd.core.phase_usage import attribute
 from helixd.core.pricing import price_for
 from helixd.core.snippets import snippet
-from helixd.core.usage_report import attribute, period_of
+from helixd.core.usage_report import period_of
 from tests.conftest import KEEP_FIXTURES_DAYS
 
 REPO = Path(__file__).parent.parent

@@ -148,7 +148,7 @@ def report(ctx: Context, args: Namespace) -> None:
         finally:
             con.close()
     if fmt == "ccusage":
-        from helixd.core.usage_report import ccusage_shape
+        from helixd.core.ccusage_shape import ccusage_shape
 
         agent = agents[0] if len(set(agents)) == 1 else "all"
         echo_json(ccusage_shape(doc, period, agent), sort_keys=True)

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from helixd.core.fleet_report import fleet_period_report, fleet_session_report
 from helixd.core.timeparse import iso
 from helixd.core.usage_report import (
     BUCKET_MS,
     day_start_ms,
-    fleet_period_report,
-    fleet_session_report,
     offset_segments,
     usable_buckets,
     with_undated,

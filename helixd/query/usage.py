@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from datetime import date, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from helixd.core.phase_usage import attribute
 from helixd.core.pricing import PriceBook
 from helixd.core.timeparse import iso
 from helixd.core.toolnames import SHELL_TOOLS
 from helixd.core.usage_report import (
     BUCKET_MS,
-    attribute,
     day_start_ms,
     offset_segments,
     period_report,
