@@ -38,14 +38,21 @@ async def one(store: Store, sql: str, *args: object) -> Any:
     return row[0] if len(row) == 1 else tuple(row)
 
 
-async def usage_of(store: Store, uid: str) -> Any:
-    """(facts, input, output, cache read, cache write 5m) of one session in the store."""
+async def usage_of(store: Store, uid: str, last: str = "cache_write_5m") -> Any:
+    """(facts, input, output, cache read, ``last``) of one session in the store: the cache
+    writes by default, ``reasoning`` for the agents that split it out (Gemini, Grok)."""
+    assert last in ("cache_write_5m", "reasoning")
     return await one(
         store,
-        "SELECT count(*), sum(u.input), sum(u.output), sum(u.cache_read), sum(u.cache_write_5m)"
+        "SELECT count(*), sum(u.input), sum(u.output), sum(u.cache_read), sum(u." + last + ")"
         " FROM usage u JOIN sessions s ON s.id = u.session_id WHERE s.uid = ?",
         uid,
     )
+
+
+async def usage_with_reasoning(store: Store, uid: str) -> Any:
+    """(facts, input, output, cache read, reasoning) of one session in the store."""
+    return await usage_of(store, uid, "reasoning")
 
 
 async def kinds_of(store: Store, uid: str) -> dict[str, int]:

@@ -24,6 +24,8 @@ from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store
+from tests.agent_helpers import kinds_of, one
+from tests.agent_helpers import usage_with_reasoning as usage_of
 
 FIX = Path(__file__).parent / "fixtures" / "gemini"
 MISCHA = FIX / "mischa-thisness__M-Gemini" / "chats"
@@ -216,31 +218,6 @@ def test_half_written_document_waits_and_a_broken_one_is_reported() -> None:
 
 async def ingest(store: Store, root: Path, **kw: int) -> IngestStats:
     return await Ingestor(store, **kw).backfill(discover([(gemini.ADAPTER, root)]))
-
-
-async def one(store: Store, sql: str, *args: object) -> Any:
-    rows = await store.db.execute(sql, args)
-    row = rows[0] if rows else None
-    assert row is not None
-    return row[0] if len(row) == 1 else tuple(row)
-
-
-async def usage_of(store: Store, uid: str) -> Any:
-    return await one(
-        store,
-        "SELECT count(*), sum(u.input), sum(u.output), sum(u.cache_read), sum(u.reasoning)"
-        " FROM usage u JOIN sessions s ON s.id = u.session_id WHERE s.uid = ?",
-        uid,
-    )
-
-
-async def kinds_of(store: Store, uid: str) -> dict[str, int]:
-    rows = await store.db.execute(
-        "SELECT kind, count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
-        " WHERE s.uid = ? GROUP BY kind",
-        (uid,),
-    )
-    return {k: n for k, n in rows}
 
 
 async def test_fixture_tree_ingests_and_a_second_run_reads_nothing(

@@ -12,7 +12,6 @@ import re
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -22,6 +21,8 @@ from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store
+from tests.agent_helpers import kinds_of, one
+from tests.agent_helpers import usage_with_reasoning as usage_of
 from tests.contract_helpers import feed
 
 FIX = Path(__file__).parent / "fixtures" / "grok"
@@ -292,31 +293,6 @@ def test_garbage_never_raises() -> None:
 
 async def ingest(store: Store, root: Path, **kw: int) -> IngestStats:
     return await Ingestor(store, **kw).backfill(discover([(grok.ADAPTER, root)]))
-
-
-async def one(store: Store, sql: str, *args: object) -> Any:
-    rows = await store.db.execute(sql, args)
-    row = rows[0] if rows else None
-    assert row is not None
-    return row[0] if len(row) == 1 else tuple(row)
-
-
-async def usage_of(store: Store, uid: str) -> Any:
-    return await one(
-        store,
-        "SELECT count(*), sum(u.input), sum(u.output), sum(u.cache_read), sum(u.reasoning)"
-        " FROM usage u JOIN sessions s ON s.id = u.session_id WHERE s.uid = ?",
-        uid,
-    )
-
-
-async def kinds_of(store: Store, uid: str) -> dict[str, int]:
-    rows = await store.db.execute(
-        "SELECT kind, count(*) FROM events e JOIN sessions s ON s.id = e.session_id"
-        " WHERE s.uid = ? GROUP BY kind",
-        (uid,),
-    )
-    return {k: n for k, n in rows}
 
 
 def sessions_root(tmp_path: Path) -> Path:
