@@ -37,11 +37,10 @@ from typing import Any, Final
 
 import orjson
 
-from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.fields import cost, count, get_dict, get_str
 from helixd.adapters.guard import each_line
-from helixd.adapters.turns import Turns
+from helixd.adapters.turns import SessionTables
 from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
@@ -54,7 +53,7 @@ QUIET_PARTS: Final = frozenset({"binary", "image_url"})
 MAX_MODELS: Final = 64
 
 
-class _Run(Turns):
+class _Run(SessionTables):
     def __init__(self, name: str, chunk: Chunk, state: Mapping[str, Any]) -> None:
         super().__init__(state)
         self.name = name
@@ -63,17 +62,6 @@ class _Run(Turns):
 
     def uid(self, native: str) -> str:
         return f"{self.name}:{native}"
-
-    def line(self, offset: int, raw: bytes) -> None:
-        obj, _ = jsonl.decode(raw)
-        table = obj.get("table")
-        row = obj.get("row")
-        if table == "messages" and isinstance(row, dict):
-            self.message(offset, row)
-        elif table == "sessions" and isinstance(row, dict):
-            self.session(offset, row)
-        else:
-            self.unknown(record_type(table if table is not None else obj.get("type"), "table"))
 
     def session(self, offset: int, row: Mapping[str, Any]) -> None:
         native = get_str(row, "id")

@@ -28,12 +28,11 @@ from typing import Any, Final
 
 import orjson
 
-from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.declared.goose import NAME
 from helixd.adapters.fields import count, get_dict, get_str
 from helixd.adapters.guard import each_line
-from helixd.adapters.turns import Turns
+from helixd.adapters.turns import SessionTables
 from helixd.core.records import Parsed, Role, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
@@ -55,17 +54,7 @@ QUIET_ITEMS: Final = frozenset(
 )
 
 
-class _Run(Turns):
-    def line(self, offset: int, raw: bytes) -> None:
-        obj, _ = jsonl.decode(raw)
-        table, row = obj.get("table"), obj.get("row")
-        if table == "messages" and isinstance(row, dict):
-            self.message(offset, row)
-        elif table == "sessions" and isinstance(row, dict):
-            self.session(offset, row)
-        else:
-            self.unknown(record_type(table if table is not None else obj.get("type"), "table"))
-
+class _Run(SessionTables):
     def session(self, offset: int, row: Mapping[str, Any]) -> None:
         native = get_str(row, "id")
         if not native:

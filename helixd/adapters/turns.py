@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from helixd.adapters import jsonl
 from helixd.adapters.fields import dump
 from helixd.adapters.toolkinds import (
     describe_call,
@@ -22,6 +23,7 @@ from helixd.adapters.toolkinds import (
     shorten,
 )
 from helixd.core.records import Event, Parsed, Role
+from helixd.core.values import record_type
 
 BODY_LIMIT: Final = 64 * 1024
 MAX_CHAINS: Final = 64  # sessions whose last event is remembered across reads
@@ -169,3 +171,25 @@ class Turns:
             self.derived(done, "human", "human_intervention", "user", text)
         elif failed:
             self.derived(done, "error", "error", "tool", text or "tool failed", is_error=True)
+
+
+class SessionTables(Turns):
+    """The turns of an agent database with a ``sessions`` and a ``messages`` table (Crush,
+    legacy OpenCode, Goose), each row as the SQLite source hands it over: a line
+    ``{"table", "row"}``.  Subclasses say what a row of each table makes."""
+
+    def line(self, offset: int, raw: bytes) -> None:
+        obj, _ = jsonl.decode(raw)
+        table, row = obj.get("table"), obj.get("row")
+        if table == "messages" and isinstance(row, dict):
+            self.message(offset, row)
+        elif table == "sessions" and isinstance(row, dict):
+            self.session(offset, row)
+        else:
+            self.unknown(record_type(table if table is not None else obj.get("type"), "table"))
+
+    def session(self, offset: int, row: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def message(self, offset: int, row: Mapping[str, Any]) -> None:
+        raise NotImplementedError
