@@ -26,8 +26,7 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_items
 from helixd.adapters.declared.amp import NAME
-from helixd.adapters.fields import count, dump, get_dict, get_str, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import count, dump, first_str, get_dict, get_str, result_text
 from helixd.adapters.guard import guarded
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts

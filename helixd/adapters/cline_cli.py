@@ -35,8 +35,7 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun
 from helixd.adapters.declared.cline_cli import MESSAGES, NAME
-from helixd.adapters.fields import cost, count, dump, get_dict, get_str, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import cost, count, dump, first_str, get_dict, get_str, result_text
 from helixd.adapters.guard import guarded
 from helixd.adapters.toolkinds import is_test_command
 from helixd.core.records import Parsed, UsageFact

@@ -29,8 +29,7 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_items
 from helixd.adapters.declared.continue_dev import NAME
-from helixd.adapters.fields import get_dict, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import first_str, get_dict, result_text
 from helixd.core.records import Parsed
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type

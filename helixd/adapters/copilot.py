@@ -41,8 +41,7 @@ import orjson
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
 from helixd.adapters.declared.copilot import NAME
-from helixd.adapters.fields import count, get_dict, get_str, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import count, first_str, get_dict, get_str, result_text
 from helixd.core.records import Event, Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type

@@ -33,8 +33,7 @@ from typing import Any, Final
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
 from helixd.adapters.declared.cursor_agent import NAME, _layout
-from helixd.adapters.fields import get_dict, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import first_str, get_dict, result_text
 from helixd.core.records import Parsed
 from helixd.core.values import record_type
 

@@ -51,3 +51,15 @@ def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(iter_text_blocks(content))
+
+
+def first_str(obj: Any, *keys: str) -> str | None:
+    """The first of ``keys`` whose value in ``obj`` is a non-blank string, stripped; None
+    when there is none (or ``obj`` is not a dict)."""
+    if not isinstance(obj, dict):
+        return None
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None

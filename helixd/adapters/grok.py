@@ -43,8 +43,8 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainEvents
 from helixd.adapters.declared.grok import NAME
-from helixd.adapters.fields import count, dump, get_dict, get_str
-from helixd.adapters.grok_summary import first_str, parse_summary, session_of, summary_model
+from helixd.adapters.fields import count, dump, first_str, get_dict, get_str
+from helixd.adapters.grok_summary import parse_summary, session_of, summary_model
 from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import (
     describe_call,

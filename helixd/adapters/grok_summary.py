@@ -14,6 +14,7 @@ import orjson
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.declared.grok import NAME
+from helixd.adapters.fields import first_str
 from helixd.core.records import Parsed, SessionInfo
 from helixd.core.timeparse import parse_ts
 
@@ -36,16 +37,6 @@ def session_of(rel: str) -> tuple[str, str | None]:
     cwd = unquote(parts[-3]) if len(parts) >= 3 else ""
     absolute = cwd.startswith("/") or (len(cwd) > 2 and cwd[1] == ":" and cwd[2] in "/\\")
     return parts[-2], (cwd if absolute else None)
-
-
-def first_str(obj: Any, *keys: str) -> str | None:
-    if not isinstance(obj, dict):
-        return None
-    for key in keys:
-        value = obj.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
 
 
 def summary_info(obj: Mapping[str, Any], uid: str, native: str) -> SessionInfo:

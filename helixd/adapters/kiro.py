@@ -27,7 +27,7 @@ from typing import Any, Final
 from helixd.adapters.base import Chunk
 from helixd.adapters.continue_dev import HistoryRun, parse_history
 from helixd.adapters.declared.kiro import NAME
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import first_str
 from helixd.core.records import Parsed
 
 

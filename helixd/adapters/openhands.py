@@ -43,8 +43,7 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun
 from helixd.adapters.declared.openhands import NAME
-from helixd.adapters.fields import count, get_dict, get_str
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import count, first_str, get_dict, get_str
 from helixd.adapters.guard import guarded
 from helixd.adapters.toolkinds import is_test_command
 from helixd.core.records import BadLine, Parsed, UsageFact

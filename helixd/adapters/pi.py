@@ -33,8 +33,7 @@ from typing import Any, Final
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
 from helixd.adapters.declared.pi import NAME
-from helixd.adapters.fields import cost, count, get_dict, get_str, result_text
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import cost, count, first_str, get_dict, get_str, result_text
 from helixd.adapters.jsonl import iter_text_blocks
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts

@@ -30,8 +30,7 @@ from typing import Any, Final
 from helixd.adapters.base import Chunk
 from helixd.adapters.chain import ChainRun, parse_lines
 from helixd.adapters.declared.qwen import NAME
-from helixd.adapters.fields import count, dump, get_dict, get_str
-from helixd.adapters.grok_summary import first_str
+from helixd.adapters.fields import count, dump, first_str, get_dict, get_str
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
