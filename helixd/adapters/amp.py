@@ -68,19 +68,10 @@ class _Run(ChainRun):
             self.unknown(f"role/{role}")
 
     def block(self, key: str, role: Any, block: Mapping[str, Any], at: Any) -> None:
+        if self.message_block(key, role, block, at):
+            return
         btype = block.get("type")
-        text = get_str(block, "text")
-        if btype == "text" and text.strip():
-            if role == "assistant":
-                self.emit(key, "assistant_msg", at, "assistant", text)
-            else:
-                self.emit(key, "user_msg", at, "user", text)
-        elif btype == "thinking" and get_str(block, "thinking").strip():
-            self.emit(key, "thinking", at, "assistant", get_str(block, "thinking"))
-        elif btype == "tool_use":
-            name = first_str(block, "name") or "tool"
-            self.tool_call(key, name, first_str(block, "id"), block.get("input"), at)
-        elif btype == "tool_result":
+        if btype == "tool_result":
             run = get_dict(block, "run")
             status = get_str(run, "status")
             result = run.get("result", block.get("content"))
@@ -89,7 +80,7 @@ class _Run(ChainRun):
             failed = status == "error" or get_dict(run, "result").get("success") is False
             cid = first_str(block, "toolUseID", "tool_use_id")
             self.tool_result(key, cid, text, at, failed=failed, rejected=status == "cancelled")
-        elif btype not in ("text", "thinking", "image", "redacted_thinking"):
+        else:
             self.unknown(f"block/{btype}")
 
     def usage(self, mid: str, usage: Mapping[str, Any], at: Any) -> None:

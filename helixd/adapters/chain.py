@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
-from helixd.adapters.fields import dump
+from helixd.adapters.fields import dump, first_str, get_str
 from helixd.adapters.guard import each_line, guarded
 from helixd.adapters.toolkinds import (
     describe_call,
@@ -123,6 +123,29 @@ class ChainRun(ChainEvents):
         if command is not None and is_test_command(command):
             self.derived(src, "test", "test_run", "assistant", command)
         return src
+
+    def message_block(self, key: str, role: Any, block: Mapping[str, Any], at: Any) -> bool:
+        """A block of an Anthropic-shaped message (Amp, Factory Droid): ``text`` (the role's
+        message), ``thinking`` and ``tool_use`` made into events, an ``image`` or
+        ``redacted_thinking`` passed over; False for any other type (``tool_result``,
+        whose shape is each agent's own, and unknown types), left to the caller."""
+        btype = block.get("type")
+        if btype == "text":
+            text = get_str(block, "text")
+            if text.strip():
+                if role == "assistant":
+                    self.emit(key, "assistant_msg", at, "assistant", text)
+                else:
+                    self.emit(key, "user_msg", at, "user", text)
+        elif btype == "thinking":
+            if get_str(block, "thinking").strip():
+                self.emit(key, "thinking", at, "assistant", get_str(block, "thinking"))
+        elif btype == "tool_use":
+            name = first_str(block, "name") or "tool"
+            self.tool_call(key, name, first_str(block, "id"), block.get("input"), at)
+        else:
+            return btype in ("image", "redacted_thinking")
+        return True
 
     def tool_result(
         self,

@@ -67,23 +67,14 @@ class _Run(ChainRun):
             self.unknown(rtype)
 
     def block(self, key: str, role: Any, block: Mapping[str, Any], at: Any) -> None:
+        if self.message_block(key, role, block, at):
+            return
         btype = block.get("type")
-        text = get_str(block, "text")
-        if btype == "text" and text.strip():
-            if role == "assistant":
-                self.emit(key, "assistant_msg", at, "assistant", text)
-            else:
-                self.emit(key, "user_msg", at, "user", text)
-        elif btype == "thinking" and get_str(block, "thinking").strip():
-            self.emit(key, "thinking", at, "assistant", get_str(block, "thinking"))
-        elif btype == "tool_use":
-            name = first_str(block, "name") or "tool"
-            self.tool_call(key, name, first_str(block, "id"), block.get("input"), at)
-        elif btype == "tool_result":
+        if btype == "tool_result":
             failed = block.get("is_error") is True
             content = result_text(block.get("content"))
             self.tool_result(key, first_str(block, "tool_use_id"), content, at, failed=failed)
-        elif btype not in ("text", "thinking", "image", "redacted_thinking"):
+        else:
             self.unknown(f"block/{btype}")
 
     def settings(self, offset: int, obj: Mapping[str, Any]) -> None:
