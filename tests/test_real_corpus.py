@@ -291,3 +291,9 @@ def test_unread_file_placed_where_its_agent_writes_it_has_no_files_row(
 ) -> None:
     assert (world.home / row.placed_at).is_file()
     assert summaries[row.fixture] is None, f"{row.fixture} was claimed: {row.read}"
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.status == "sidecar"], ids=lambda r: r.fixture)
+def test_a_sidecar_sits_beside_a_file_that_is_read(row: Row) -> None:
+    beside = {str(Path(r.placed_at).parent) for r in READ}
+    assert str(Path(row.placed_at).parent) in beside, f"{row.fixture}: read beside what?"
