@@ -200,3 +200,31 @@ def test_version_and_help_load_no_command(helixctl: RunCli) -> None:
         )
         assert commands == [], (argv, commands)
         assert not [m for m in VERSION_ONLY_NEVER if m in modules], argv
+
+
+CONNECTS = (
+    "import sys\n"
+    "opened = []\n"
+    "sys.addaudithook(lambda event, args: opened.append(str(args[0]))"
+    " if event == 'sqlite3.connect' else None)\n"
+    "from helixd.cli.main import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print('\\n'.join(opened), file=sys.stderr)\n"
+)
+
+
+def test_status_reads_the_store_on_one_connection(store: RunCli) -> None:
+    """The store's facts, its fleet outbox and the project directories the survey checks
+    are read on one connection (a second one cost ``status`` an open and a schema parse)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONNECTS, "status", "--json"],
+        env=store.env,  # type: ignore[attr-defined]
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    doc = orjson.loads(done.stdout)
+    assert doc["store"]["digests"] > 0 and doc["sources"]["files"] > 0, doc
+    db = str(store.db)  # type: ignore[attr-defined]
+    assert len([c for c in done.stderr.split() if db in c]) == 1, done.stderr

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helixd.core.retention import DAY_MS, Plan, Policy, SessionUsage, select_evictions
-from helixd.store import evict
+from helixd.store import evict, status_totals
 from helixd.store.schema import MIGRATIONS
 
 NOW = 1_800_000_000_000
@@ -279,4 +279,6 @@ def test_applied_plans_drop_what_they_say_and_keep_tier_2(
         ).fetchone()
         assert stage >= e.stage and evicted_at == NOW
     assert _count(con, "PRAGMA freelist_count") == 0
+    # m025's running totals follow the retention pass's deletes
+    assert status_totals.kept(con) == tuple(con.execute(status_totals.COUNTS).fetchone())
     con.close()

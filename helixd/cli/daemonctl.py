@@ -28,9 +28,11 @@ def status(ctx: Context, args: Namespace) -> None:
     from helixd.daemon import status as status_mod
 
     rc = read_settings(ctx)
-    facts, fleet, fault = _status_facts(rc.store_db) if rc.store_db.exists() else (None,) * 3
+    facts, fleet, fault, projects = (
+        _status_facts(rc.store_db) if rc.store_db.exists() else (None, None, None, None)
+    )
     doc = status_mod.gather(rc.store_db, facts, dict(rc.budgets), live_status(rc.store_db), fault)
-    doc["sources"] = _survey(rc)
+    doc["sources"] = _survey(rc, projects)
     if rc.fleet.dsn or (fleet and fleet["recording"]):
         from helixd.fleet.status import local
 
@@ -48,13 +50,19 @@ def status(ctx: Context, args: Namespace) -> None:
     ctx.exit(0 if doc["daemon"]["running"] and not problem else EXIT_STORE)
 
 
-def _status_facts(
-    db: Path,
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
-    """What the store holds and its fleet outbox, or what keeps it from being read."""
+_Facts = tuple[
+    dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None, list[str] | None
+]
+
+
+def _status_facts(db: Path) -> _Facts:
+    """What the store holds, its fleet outbox and the project directories it knows (one
+    connection for all three), or what keeps it from being read (projects: None, asked
+    again on a connection of their own)."""
     from helixd.cli.common import CLI_BUSY_MS
     from helixd.paths import cache_dir
     from helixd.query import NoStore, open_reader
+    from helixd.query.projects import projects_of
     from helixd.query.status import fleet_facts, store_facts
 
     try:
@@ -63,33 +71,36 @@ def _status_facts(
         from helixd.query import classify  # the store-fault rules: only once a read failed
 
         fault = classify(exc, db)
-        return None, None, fault.as_dict() if fault else None
+        return None, None, fault.as_dict() if fault else None, None
     try:
         memo = cache_dir() / "index-size.json"
-        return store_facts(con, memo), fleet_facts(con), None
+        return store_facts(con, memo), fleet_facts(con), None, projects_of(con)
     except Exception as exc:
         from helixd.query import classify
 
         fault = classify(exc, db)
         if fault is None:
             raise
-        return None, None, fault.as_dict()
+        return None, None, fault.as_dict(), None
     finally:
         con.close()
 
 
-def _survey(rc: Any) -> dict[str, Any]:
+def _survey(rc: Any, projects: list[str] | None) -> dict[str, Any]:
     """The files under the roots and those Helix cannot read (nothing is opened): kept in
     the cache directory between runs and walked again when something it depended on
-    changed (``helixd.sources.surveycache``)."""
+    changed (``helixd.sources.surveycache``).  ``projects``: the store's project
+    directories when the facts' connection read them."""
     import os
     from pathlib import Path
 
     from helixd.paths import cache_dir
-    from helixd.query.projects import known_projects
     from helixd.sources.surveycache import cached_survey
 
-    projects = known_projects(rc.store_db)
+    if projects is None:
+        from helixd.query.projects import known_projects
+
+        projects = known_projects(rc.store_db)
     return cached_survey(rc, os.environ, Path.home(), projects, cache_dir() / "survey.json")
 
 

@@ -3,6 +3,6 @@ for agents' per-project files (``helixd.store.projects``)."""
 
 from __future__ import annotations
 
-from helixd.store.projects import MAX_PROJECTS, known_projects
+from helixd.store.projects import MAX_PROJECTS, known_projects, projects_of
 
-__all__ = ["MAX_PROJECTS", "known_projects"]
+__all__ = ["MAX_PROJECTS", "known_projects", "projects_of"]

@@ -26,6 +26,15 @@ def known_projects(db: Path, limit: int = MAX_PROJECTS) -> list[str]:
     except NoStore:
         return []
     try:
+        return projects_of(con, limit)
+    finally:
+        con.close()
+
+
+def projects_of(con: sqlite3.Connection, limit: int = MAX_PROJECTS) -> list[str]:
+    """``known_projects`` on a connection the caller has open (``status`` reads its facts on
+    it: a second connection costs it an open and a parse of the schema)."""
+    try:
         rows = con.execute(
             "SELECT cwd FROM sessions WHERE cwd IS NOT NULL AND cwd != ''"
             " GROUP BY cwd ORDER BY max(coalesce(ended_at, started_at, 0)) DESC LIMIT ?",
@@ -33,6 +42,4 @@ def known_projects(db: Path, limit: int = MAX_PROJECTS) -> list[str]:
         ).fetchall()
     except sqlite3.Error:
         return []
-    finally:
-        con.close()
     return [cwd for (cwd,) in rows if isinstance(cwd, str) and os.path.isabs(cwd)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from helixd.store import usage_days
+from helixd.store import status_totals, usage_days
 from helixd.store.migration_sql import (
     HOOK_SOURCES,
     NOW_MS,
@@ -571,4 +571,5 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         + enqueue_all_once("hook", "SELECT id AS k FROM hook_events"),
     ),
     ("m024_usage_days", usage_days.migration()),
+    ("m025_status_totals", status_totals.migration()),
 )

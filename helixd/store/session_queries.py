@@ -199,7 +199,7 @@ def status_facts(con: sqlite3.Connection, segments: int | None = None) -> dict[s
         "raw_bytes_stored": files[4],
         "unknown_records": files[5],
         "files_gone": files[6],
-        "digests": con.execute("SELECT count(*) FROM digests").fetchone()[0],
+        "digests": _digest_count(con),
         "malformed_by_agent": dict(con.execute(badlines.BY_AGENT_SQL).fetchall()),
         "malformed_latest": [
             {"agent": a, "path": p, "offset": o, "length": n, "reason": r}
@@ -224,6 +224,13 @@ def status_facts(con: sqlite3.Connection, segments: int | None = None) -> dict[s
     }
     tracked = con.execute("SELECT path, offset, gone_at FROM files").fetchall()
     return {"summary": summary, "files": [tuple(f) for f in tracked]}
+
+
+def _digest_count(con: sqlite3.Connection) -> int:
+    from helixd.store.status_totals import kept
+
+    totals = kept(con)  # m025's running count, else a count of every digest
+    return totals[2] if totals else int(con.execute("SELECT count(*) FROM digests").fetchone()[0])
 
 
 def repos_starting(con: sqlite3.Connection, prefix: str, limit: int = 50) -> list[str]:

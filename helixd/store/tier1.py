@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
+from helixd.store import status_totals
+
 # Page-level costs measured with dbstat on the store of the 1 GB bench corpus: a raw block
 # leaves ~974 bytes of slack (its last overflow page is half empty on average) and an event
 # row costs ~199 bytes beyond its text (row header, integer columns, three index entries).
@@ -42,7 +44,10 @@ def tier1_bytes(con: sqlite3.Connection, segments: int | None = None) -> tuple[i
             raise
         total = None
     if total is not None:
-        raw = con.execute(_RAW_TOTAL).fetchone()[0]
+        kept = status_totals.kept(con)  # m025's running total, else a read of every block
+        raw = (
+            kept[1] + kept[0] * RAW_ROW_OVERHEAD if kept else con.execute(_RAW_TOTAL).fetchone()[0]
+        )
         events = total[0]
     else:
         raw, events = con.execute(_TIER1).fetchone()
