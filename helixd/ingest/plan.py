@@ -16,9 +16,8 @@ import os
 import stat
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from helixd.adapters import Adapter
 from helixd.ingest.stats import IngestStats
@@ -31,8 +30,7 @@ from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     """``idle``: nothing to read, nothing vanished, no migration or digest due; ``reason``
     says what the full ingest is for otherwise."""
 

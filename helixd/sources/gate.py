@@ -32,9 +32,8 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 if TYPE_CHECKING:  # light: the CLI's printers read REASONS without loading the adapters
     from helixd.adapters import Adapter
@@ -96,8 +95,7 @@ def refusal(path: str, exc: BaseException) -> Refused:
     return Refused(path, reason_of(exc), getattr(exc, "strerror", None) or str(exc))
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     """A file some adapter claims: ``path`` is ``root`` + ``rel`` (its one name)."""
 
     adapter: Adapter
@@ -106,8 +104,7 @@ class Source:
     rel: str
 
 
-@dataclass(frozen=True, slots=True)
-class Root:
+class Root(NamedTuple):
     """One configured root of one adapter; ``real`` is where it resolves now."""
 
     adapter: Adapter
