@@ -225,3 +225,34 @@ async def test_secrets_in_a_part_are_masked_in_the_store(tmp_path: Path) -> None
     needles = [n for _, ns in FAMILIES.values() for n in ns]
     assert needles and raw
     assert [n for n in needles if n.encode() in raw or n in bodies] == []
+
+
+async def test_a_part_rewritten_at_its_size_with_an_older_mtime_is_seen(tmp_path: Path) -> None:
+    """Issue 16: a bundle's stamp is exact.  A part rewritten in place at the same size,
+    whose mtime stays older than another part's, changed neither the summed size nor the
+    newest mtime the stamp used to be: the edit went unseen.  Now it is re-read."""
+    root = tmp_path / "storage"
+    _write(root / "message" / "s" / "m1.json", {"id": "m1", "sessionID": "s", "role": "user"})
+    first = root / "part" / "m1" / "a.json"
+    second = root / "part" / "m1" / "b.json"
+    _write(first, {"id": "a", "sessionID": "s", "messageID": "m1", "type": "text", "text": "AAAA"})
+    _write(second, {"id": "b", "sessionID": "s", "messageID": "m1", "type": "text", "text": "B"})
+    os.utime(first, ns=(1_000_000_000_000, 1_000_000_000_000))
+    os.utime(second, ns=(2_000_000_000_000, 2_000_000_000_000))  # the newest member
+    tree = adapter_named("opencode_tree")
+    rel = "message/s/m1.json"
+    src = Source(tree, str(root), str(root / rel), rel)
+    before = bundle.stat_bundle(src)
+    async with await Store.open(tmp_path / "h.db") as store:
+        await Ingestor(store).backfill(discover([(tree, root)]))
+        _write(
+            first, {"id": "a", "sessionID": "s", "messageID": "m1", "type": "text", "text": "ZZZZ"}
+        )
+        os.utime(first, ns=(1_500_000_000_000, 1_500_000_000_000))  # still older than b's
+        after = bundle.stat_bundle(src)
+        again = await Ingestor(store).backfill(discover([(tree, root)]))
+        rows = await store.db.execute("SELECT body FROM events WHERE body LIKE 'ZZZZ'", ())
+        found = [tuple(r) for r in rows]
+    assert after is not None and before is not None and after.size == before.size
+    assert after != before and bundle.read_bundle(src)[1] == after
+    assert again.files_read == 1 and found == [("ZZZZ",)]
