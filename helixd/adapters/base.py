@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 if TYPE_CHECKING:  # the records' module is the parsers' (a declaration loads no parser)
     from helixd.core.records import Parsed
@@ -72,6 +72,9 @@ class Table(NamedTuple):
 
 def _no_sidecar(path: str) -> str | None:
     return None
+
+
+NO_BUNDLE: Final = _no_sidecar  # ``Adapter.bundle`` of an agent whose files stand alone
 
 
 def _appended(rel: str) -> bool:
@@ -209,7 +212,7 @@ class Adapter:
         tables: tuple[Table, ...] = (),
         project_files: tuple[str, ...] = (),
         max_depth: int | None = None,
-        bundle: Callable[[str], str | None] = _no_sidecar,
+        bundle: Callable[[str], str | None] = NO_BUNDLE,
         agent: str = "",
         is_member: Callable[[str], bool] = _appended,
         member_owner: Callable[[str, bytes], str | None] = _no_owner,
