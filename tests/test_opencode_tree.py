@@ -256,3 +256,29 @@ async def test_a_part_rewritten_at_its_size_with_an_older_mtime_is_seen(tmp_path
     assert after is not None and before is not None and after.size == before.size
     assert after != before and bundle.read_bundle(src)[1] == after
     assert again.files_read == 1 and found == [("ZZZZ",)]
+
+
+def test_a_part_is_admitted_as_its_message_within_the_root(tmp_path: Path) -> None:
+    """The daemon's gate maps a part's path to its message's source (the session named in
+    the part, the message by its directory); a part that is a link, or names a session
+    outside ``message/``, is refused, never followed."""
+    import pytest
+
+    from helixd.sources.gate import NOT_CLAIMED, OUTSIDE, Gate, Refused
+
+    root = tmp_path / "storage"
+    part = {"id": "p1", "sessionID": "s", "messageID": "m1", "type": "text", "text": "x"}
+    _write(root / "part" / "m1" / "p1.json", part)
+    _write(root / "part" / "m1" / "bad.json", {**part, "sessionID": ".."})
+    _write(root / "part" / "m1" / "other.json", {**part, "messageID": "m2"})
+    _write(tmp_path / "outside.json", part)
+    os.symlink(tmp_path / "outside.json", root / "part" / "m1" / "link.json")
+    gate = Gate([(adapter_named("opencode_tree"), root)])
+    assert gate.claims(str(root / "part" / "m1" / "p1.json"))
+    src = gate.admit(str(root / "part" / "m1" / "p1.json"))
+    assert (src.rel, src.path) == ("message/s/m1.json", str(root / "message" / "s" / "m1.json"))
+    expected = {"bad.json": NOT_CLAIMED, "other.json": NOT_CLAIMED, "link.json": OUTSIDE}
+    for name, reason in expected.items():
+        with pytest.raises(Refused) as refused:
+            gate.admit(str(root / "part" / "m1" / name))
+        assert refused.value.reason == reason

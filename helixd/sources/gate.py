@@ -111,6 +111,24 @@ class Root(NamedTuple):
     real: str
 
 
+MEMBER_HEAD: Final = 64 * 1024  # what of a member is read to find its bundle
+
+
+def _owner(root: Root, rel: str) -> Source | None:
+    """The source that bundles the member ``rel`` of ``root`` (``Adapter.member_owner`` of
+    its first ``MEMBER_HEAD`` bytes, read beneath the root without following a link), when
+    the adapter claims it; None when the member cannot be read or names none."""
+    try:
+        with open_source(root.path, rel) as f:
+            head = f.read(MEMBER_HEAD)
+    except (Refused, OSError):
+        return None  # gone, a link, not a regular file: the reconcile scan sees the bundle
+    owner = root.adapter.member_owner(rel, head)
+    if owner is None or not root.adapter.matches(owner):
+        return None
+    return Source(root.adapter, root.path, os.path.join(root.path, owner), owner)
+
+
 def _norm(path: str | Path) -> str:
     text = os.fspath(path)
     if _normal(text):
@@ -207,6 +225,11 @@ class Gate:
         for root, rel in inside:
             if len(root.real) == deepest and root.adapter.matches(rel):
                 return Source(root.adapter, root.path, os.path.join(root.path, rel), rel)
+        for root, rel in inside:
+            if len(root.real) == deepest and root.adapter.is_member(rel):
+                owner = _owner(root, rel)
+                if owner is not None:
+                    return owner
         raise Refused(path, NOT_CLAIMED)
 
     def admit_all(self, paths: Iterable[str]) -> tuple[list[Source], dict[str, str]]:
@@ -225,13 +248,14 @@ class Gate:
 
     def claims(self, path: str) -> bool:
         """Whether ``path``, read lexically (no I/O, for the event loop), names a file some
-        configured root's adapter would read.  A hint only: ``admit`` decides."""
+        configured root's adapter would read, or a member of one (an OpenCode part: its
+        change is its bundle's).  A hint only: ``admit`` decides."""
         if not os.path.isabs(path):
             return False
         norm = os.path.normpath(path)
         for adapter, root in self.configured:
             rel = _below(norm, root)
-            if rel is not None and adapter.matches(rel):
+            if rel is not None and (adapter.matches(rel) or adapter.is_member(rel)):
                 return True
         return False
 
