@@ -239,12 +239,21 @@ def process_rescan(
     envs = {name: dict(env) for name in programs}
     if cache is not None:
         envs["process"]["HELIX_CACHE_DIR"] = str(cache)
-    if baseline:  # its own kept walk: the listings' key names the code that wrote them
-        envs["baseline"]["HELIX_CACHE_DIR"] = tempfile.mkdtemp(prefix="helix-rescan-base-")
+    if baseline:  # its own kept walk (the listings' key names the code that wrote them) and
+        # its own copy of the store (two builds may stamp a source differently: each would
+        # re-read what the other wrote)
+        aside = Path(tempfile.mkdtemp(prefix="helix-rescan-base-"))
+        envs["baseline"]["HELIX_CACHE_DIR"] = str(aside)
+        store = db if db is not None else home / ".local" / "share" / "helix" / "helix.db"
+        with sqlite3.connect(store) as src, sqlite3.connect(aside / "helix.db") as dst:
+            src.backup(dst)
+        os.chmod(aside / "helix.db", 0o600)
+        envs["baseline"]["HELIX_STORE_DB"] = str(aside / "helix.db")
     for name, program in programs.items():
-        done = subprocess.run(
-            [program, "ingest", "--json"], env=envs[name], capture_output=True, check=True
-        )  # keeps the walk
+        for _ in range(2):  # keeps the walk (and the baseline re-stamps what it stamps its way)
+            done = subprocess.run(
+                [program, "ingest", "--json"], env=envs[name], capture_output=True, check=True
+            )
         assert orjson.loads(done.stdout)["files_read"] == 0, done.stdout[:500]
     wall: dict[str, list[float]] = {name: [] for name in programs}
     cpu: dict[str, list[float]] = {name: [] for name in programs}
@@ -367,7 +376,12 @@ def main() -> None:
             import cProfile
             import pstats
 
-            cProfile.runctx("plan(db, pairs(), versions)", globals(), locals(), "/tmp/rescan.prof")
+            cProfile.runctx(
+                "for _ in range(10): plan(db, pairs(), versions, kept)",
+                globals(),
+                locals(),
+                "/tmp/rescan.prof",
+            )
             pstats.Stats("/tmp/rescan.prof").sort_stats("cumulative").print_stats(25)
             pstats.Stats("/tmp/rescan.prof").sort_stats("tottime").print_stats(20)
         if not args.no_daemon:

@@ -4,7 +4,6 @@ parser)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -50,6 +49,8 @@ def member_owner(rel: str, data: bytes) -> str | None:
     is its directory's name and must agree)."""
     if not is_member(rel):
         return None
+    import json  # the daemon's mapping of a part's event only (a walk never calls this)
+
     try:
         doc = json.loads(data)
     except ValueError:  # being written, or not JSON: the reconcile scan reads the bundle
