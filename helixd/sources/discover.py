@@ -64,14 +64,18 @@ def agent_roots(
     agent that keeps its files in each project (``project_files``) also gets every
     directory of ``projects`` (where known sessions ran: ``store.projects``) as a root."""
     pairs: list[tuple[Adapter, Path]] = []
-    dirs = list(dict.fromkeys(Path(p) for p in projects))
+    # each project once, compared as text (hundreds: a Path's hash is Python code)
+    unique = dict.fromkeys(os.fspath(p) for p in projects)
+    dirs = list({str(d): d for d in map(Path, unique)}.values())
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:
             continue
         roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
         if adapter.project_files:
-            roots = list(dict.fromkeys([*roots, *dirs]))
+            roots = list(dict.fromkeys(roots))
+            listed = {os.fspath(r) for r in roots}
+            roots.extend(d for d in dirs if os.fspath(d) not in listed)
         pairs.extend((adapter, root) for root in roots)
     return pairs
 

@@ -138,8 +138,15 @@ def _norm(path: str | Path) -> str:
 
 def _normal(text: str) -> bool:
     """An absolute path without an empty, ``.`` or ``..`` component and no trailing slash
-    (string tests: a compiled pattern costs every command that walks ~1 ms)."""
-    return text[:1] == "/" and all(p and p != "." and p != ".." for p in text[1:].split("/"))
+    (substring tests, in C: a compiled pattern costs every command that walks ~1 ms, and a
+    component-by-component test in Python costs more per root than the pattern did)."""
+    return (
+        text[:1] == "/"
+        and "//" not in text
+        and "/./" not in text
+        and "/../" not in text
+        and not text.endswith(("/", "/.", "/.."))
+    )
 
 
 def _below(path: str, root: str) -> str | None:
