@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,7 +67,7 @@ def plan(
         kept.save()  # the whole walk ran: what it used is kept for the next
     if walk.skipped:  # the full ingest counts and names what cannot be read
         return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
-    gone = _vanished(known, seen, {os.fspath(root) for _, root in pairs})
+    gone = _vanished(known, seen, lambda: {os.fspath(root) for _, root in pairs})
     if gone is not None:
         return Plan(False, f"{gone} vanished")
     return Plan(True, "nothing new", found, facts["stale"])
@@ -158,14 +158,19 @@ def _stamp(src: Source) -> tuple[int, int, int, int] | None:
     return (ls.st_size, ls.st_mtime_ns, ls.st_ino, ls.st_dev)
 
 
-def _vanished(known: dict[str, tuple[Any, ...]], seen: set[str], roots: set[str]) -> str | None:
+def _vanished(
+    known: dict[str, tuple[Any, ...]], seen: set[str], root_set: Callable[[], set[str]]
+) -> str | None:
     """A stored file under the roots that the walk did not see and that is gone now.  Files
     outside the roots (another agent's with ``--agent``, roots since changed) are decided
     once per directory: thousands of them share a few hundred directories."""
     inside: dict[str, bool] = {}
+    roots: set[str] | None = None  # made when a file is missing (hundreds of project roots)
     for path, (*_, gone_at) in known.items():
         if path in seen or gone_at is not None:  # nearly every file: no scope test
             continue
+        if roots is None:
+            roots = root_set()
         parent = os.path.dirname(path)
         under = inside.get(parent)
         if under is None:
