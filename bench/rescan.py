@@ -19,7 +19,8 @@ hold an Aider history or a Crush database), ingests everything once, then times:
   the time of the whole reconcile (roots refreshed, every root walked, one stat per file,
   the digest check) — target ≤ 0.10 s; and the daemon's CPU time for it.
 
-Usage: ``python bench/rescan.py [--projects 500] [--runs 5] [--no-daemon]``; prints JSON
+Usage: ``python bench/rescan.py [--projects 500] [--runs 5] [--no-daemon] [--baseline
+HELIXCTL] [--corpus-home HOME]``; prints JSON (with the load average)
 (medians and minima of wall and CPU time: on a shared machine CPU time and the minimum are
 less disturbed) and exits 1 when the median wall time of ``plan`` or ``process`` is above
 0.15 s (``--process-target``), that of
@@ -223,38 +224,77 @@ def timed(fn: Callable[[], object], runs: int) -> dict[str, float]:
     }
 
 
-def process_rescan(home: Path, db: Path, cache: Path, runs: int) -> dict[str, float]:
+def process_rescan(
+    home: Path, db: Path | None, cache: Path | None, runs: int, baseline: str | None = None
+) -> dict[str, object]:
     """``helixctl ingest --json`` with nothing new, the whole process (the venv of the python
-    running this: a wheel install's or the editable one): wall and the child's CPU time."""
-    helixctl = str(Path(sys.executable).parent / "helixctl")
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "HELIX_STORE_DB": str(db),
-        "HELIX_CACHE_DIR": str(cache),
-    }
-    argv = [helixctl, "ingest", "--json"]
-    done = subprocess.run(argv, env=env, capture_output=True, check=True)  # keeps the walk
-    assert orjson.loads(done.stdout)["files_read"] == 0, done.stdout[:500]
-    wall, cpu = [], []
+    running this: a wheel install's or the editable one): wall and the child's CPU time.
+    ``baseline``: another ``helixctl`` (say a wheel of main) run alternately with it, so the
+    two see the same load.  ``db``/``cache`` None: ``home``'s defaults (a corpus HOME)."""
+    mine = str(Path(sys.executable).parent / "helixctl")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    if db is not None:
+        env["HELIX_STORE_DB"] = str(db)
+    programs = {"process": mine, **({"baseline": baseline} if baseline else {})}
+    envs = {name: dict(env) for name in programs}
+    if cache is not None:
+        envs["process"]["HELIX_CACHE_DIR"] = str(cache)
+    if baseline:  # its own kept walk (the listings' key names the code that wrote them) and
+        # its own copy of the store (two builds may stamp a source differently: each would
+        # re-read what the other wrote)
+        aside = Path(tempfile.mkdtemp(prefix="helix-rescan-base-"))
+        envs["baseline"]["HELIX_CACHE_DIR"] = str(aside)
+        store = db if db is not None else home / ".local" / "share" / "helix" / "helix.db"
+        with sqlite3.connect(store) as src, sqlite3.connect(aside / "helix.db") as dst:
+            src.backup(dst)
+        os.chmod(aside / "helix.db", 0o600)
+        envs["baseline"]["HELIX_STORE_DB"] = str(aside / "helix.db")
+    for name, program in programs.items():
+        for _ in range(2):  # keeps the walk (and the baseline re-stamps what it stamps its way)
+            done = subprocess.run(
+                [program, "ingest", "--json"], env=envs[name], capture_output=True, check=True
+            )
+        assert orjson.loads(done.stdout)["files_read"] == 0, done.stdout[:500]
+    wall: dict[str, list[float]] = {name: [] for name in programs}
+    cpu: dict[str, list[float]] = {name: [] for name in programs}
     for _ in range(runs):
-        before = os.times()
-        w = time.perf_counter()
-        subprocess.run(argv, env=env, capture_output=True, check=True)
-        wall.append(time.perf_counter() - w)
-        after = os.times()
-        cpu.append(
-            after.children_user
-            - before.children_user
-            + after.children_system
-            - before.children_system
-        )
-    return {
-        "wall_s": round(statistics.median(wall), 4),
-        "cpu_s": round(statistics.median(cpu), 4),
-        "wall_min_s": round(min(wall), 4),
-        "cpu_min_s": round(min(cpu), 4),
+        for name, program in programs.items():
+            before = os.times()
+            w = time.perf_counter()
+            argv = [program, "ingest", "--json"]
+            subprocess.run(argv, env=envs[name], capture_output=True, check=True)
+            wall[name].append(time.perf_counter() - w)
+            after = os.times()
+            cpu[name].append(
+                after.children_user
+                - before.children_user
+                + after.children_system
+                - before.children_system
+            )
+    out: dict[str, object] = {
+        name: {
+            "wall_s": round(statistics.median(wall[name]), 4),
+            "cpu_s": round(statistics.median(cpu[name]), 4),
+            "wall_min_s": round(min(wall[name]), 4),
+            "cpu_min_s": round(min(cpu[name]), 4),
+        }
+        for name in programs
     }
+    out["load"] = os.getloadavg()[0]
+    return out
+
+
+def corpus_rescan(args: argparse.Namespace) -> int:
+    """``--corpus-home``: the whole ``helixctl ingest`` with nothing new over an ingested
+    corpus HOME (bench/rival.py's re-scan); exit 1 over ``--corpus-target``."""
+    out = process_rescan(args.corpus_home, None, None, max(args.runs, 10), args.baseline)
+    print(json.dumps(out, indent=2))
+    took = out["process"]["wall_s"]  # type: ignore[index]
+    if took > args.corpus_target:
+        print(f"MISS: corpus re-scan {took} s > {args.corpus_target} s", file=sys.stderr)
+        return 1
+    print(f"OK: corpus re-scan {took} s <= {args.corpus_target} s", file=sys.stderr)
+    return 0
 
 
 def main() -> None:
@@ -268,7 +308,21 @@ def main() -> None:
     ap.add_argument(
         "--process-target", type=float, default=0.15, help="whole helixctl ingest, median wall"
     )
+    ap.add_argument(
+        "--baseline", metavar="HELIXCTL", help="another helixctl timed alternately (say main's)"
+    )
+    ap.add_argument(
+        "--corpus-home",
+        type=Path,
+        metavar="HOME",
+        help="only time the whole helixctl ingest over this ingested HOME (issue 12's re-scan)",
+    )
+    ap.add_argument(
+        "--corpus-target", type=float, default=0.10, help="--corpus-home's median wall, seconds"
+    )
     args = ap.parse_args()
+    if args.corpus_home is not None:
+        sys.exit(corpus_rescan(args))
     with tempfile.TemporaryDirectory(prefix="helix-rescan-") as tmp:
         home = Path(tmp) / "home"
         build(home, args.projects)
@@ -298,7 +352,7 @@ def main() -> None:
                 lambda: plan(db, pairs(), versions),
                 args.runs,  # type: ignore[arg-type]
             ),
-            "process": process_rescan(home, db, Path(tmp) / "cache", max(args.runs, 10)),
+            **process_rescan(home, db, Path(tmp) / "cache", max(args.runs, 10), args.baseline),
             "backfill": timed(lambda: asyncio.run(backfill()), args.runs),
         }
         crush_db = home / "work" / "p0000" / ".crush" / "crush.db"
@@ -322,7 +376,12 @@ def main() -> None:
             import cProfile
             import pstats
 
-            cProfile.runctx("plan(db, pairs(), versions)", globals(), locals(), "/tmp/rescan.prof")
+            cProfile.runctx(
+                "for _ in range(10): plan(db, pairs(), versions, kept)",
+                globals(),
+                locals(),
+                "/tmp/rescan.prof",
+            )
             pstats.Stats("/tmp/rescan.prof").sort_stats("cumulative").print_stats(25)
             pstats.Stats("/tmp/rescan.prof").sort_stats("tottime").print_stats(20)
         if not args.no_daemon:

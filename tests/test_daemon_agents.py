@@ -180,3 +180,37 @@ def test_cursor_agent_transcripts_are_watched(daemon: Helixd, home: Path) -> Non
 
     wait_for(lambda: events() == 5, 15, "appended lines")
     assert daemon.stop() == 0
+
+
+def _tree_part(root: Path, text: str, part: str = "prt_1") -> None:
+    doc = {"id": part, "sessionID": "ses_t", "messageID": "msg_t", "type": "text", "text": text}
+    (root / "part" / "msg_t").mkdir(parents=True, exist_ok=True)
+    (root / "part" / "msg_t" / f"{part}.json").write_text(json.dumps(doc, indent=2))
+
+
+def _bodies(db: Path) -> set[str]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {b for (b,) in con.execute("SELECT body FROM events WHERE body LIKE 'part %'")}
+    except sqlite3.OperationalError:  # the store being created
+        return set()
+    finally:
+        con.close()
+
+
+def test_an_opencode_part_that_changes_alone_is_read_at_once(daemon: Helixd, home: Path) -> None:
+    """Issue 16: a part file of OpenCode's JSON tree is no source but a member of its
+    message's bundle; an event on it alone (a part rewritten, a part added) re-reads that
+    message at once, not at the next reconcile (an hour here)."""
+    root = home / ".local" / "share" / "opencode" / "storage"
+    message = {"id": "msg_t", "sessionID": "ses_t", "role": "assistant"}
+    (root / "message" / "ses_t").mkdir(parents=True)
+    (root / "message" / "ses_t" / "msg_t.json").write_text(json.dumps(message))
+    _tree_part(root, "part one")
+    daemon.start()
+    wait_for(lambda: _bodies(daemon.db) == {"part one"}, 10, "the message and its part")
+    _tree_part(root, "part 1ne")  # rewritten in place, same size
+    wait_for(lambda: _bodies(daemon.db) == {"part 1ne"}, 10, "the part rewritten")
+    _tree_part(root, "part two", part="prt_2")
+    wait_for(lambda: _bodies(daemon.db) == {"part 1ne", "part two"}, 10, "a part added")
+    assert daemon.stop() == 0

@@ -225,3 +225,60 @@ async def test_secrets_in_a_part_are_masked_in_the_store(tmp_path: Path) -> None
     needles = [n for _, ns in FAMILIES.values() for n in ns]
     assert needles and raw
     assert [n for n in needles if n.encode() in raw or n in bodies] == []
+
+
+async def test_a_part_rewritten_at_its_size_with_an_older_mtime_is_seen(tmp_path: Path) -> None:
+    """Issue 16: a bundle's stamp is exact.  A part rewritten in place at the same size,
+    whose mtime stays older than another part's, changed neither the summed size nor the
+    newest mtime the stamp used to be: the edit went unseen.  Now it is re-read."""
+    root = tmp_path / "storage"
+    _write(root / "message" / "s" / "m1.json", {"id": "m1", "sessionID": "s", "role": "user"})
+    first = root / "part" / "m1" / "a.json"
+    second = root / "part" / "m1" / "b.json"
+    _write(first, {"id": "a", "sessionID": "s", "messageID": "m1", "type": "text", "text": "AAAA"})
+    _write(second, {"id": "b", "sessionID": "s", "messageID": "m1", "type": "text", "text": "B"})
+    os.utime(first, ns=(1_000_000_000_000, 1_000_000_000_000))
+    os.utime(second, ns=(2_000_000_000_000, 2_000_000_000_000))  # the newest member
+    tree = adapter_named("opencode_tree")
+    rel = "message/s/m1.json"
+    src = Source(tree, str(root), str(root / rel), rel)
+    before = bundle.stat_bundle(src)
+    async with await Store.open(tmp_path / "h.db") as store:
+        await Ingestor(store).backfill(discover([(tree, root)]))
+        _write(
+            first, {"id": "a", "sessionID": "s", "messageID": "m1", "type": "text", "text": "ZZZZ"}
+        )
+        os.utime(first, ns=(1_500_000_000_000, 1_500_000_000_000))  # still older than b's
+        after = bundle.stat_bundle(src)
+        again = await Ingestor(store).backfill(discover([(tree, root)]))
+        rows = await store.db.execute("SELECT body FROM events WHERE body LIKE 'ZZZZ'", ())
+        found = [tuple(r) for r in rows]
+    assert after is not None and before is not None and after.size == before.size
+    assert after != before and bundle.read_bundle(src)[1] == after
+    assert again.files_read == 1 and found == [("ZZZZ",)]
+
+
+def test_a_part_is_admitted_as_its_message_within_the_root(tmp_path: Path) -> None:
+    """The daemon's gate maps a part's path to its message's source (the session named in
+    the part, the message by its directory); a part that is a link, or names a session
+    outside ``message/``, is refused, never followed."""
+    import pytest
+
+    from helixd.sources.gate import NOT_CLAIMED, OUTSIDE, Gate, Refused
+
+    root = tmp_path / "storage"
+    part = {"id": "p1", "sessionID": "s", "messageID": "m1", "type": "text", "text": "x"}
+    _write(root / "part" / "m1" / "p1.json", part)
+    _write(root / "part" / "m1" / "bad.json", {**part, "sessionID": ".."})
+    _write(root / "part" / "m1" / "other.json", {**part, "messageID": "m2"})
+    _write(tmp_path / "outside.json", part)
+    os.symlink(tmp_path / "outside.json", root / "part" / "m1" / "link.json")
+    gate = Gate([(adapter_named("opencode_tree"), root)])
+    assert gate.claims(str(root / "part" / "m1" / "p1.json"))
+    src = gate.admit(str(root / "part" / "m1" / "p1.json"))
+    assert (src.rel, src.path) == ("message/s/m1.json", str(root / "message" / "s" / "m1.json"))
+    expected = {"bad.json": NOT_CLAIMED, "other.json": NOT_CLAIMED, "link.json": OUTSIDE}
+    for name, reason in expected.items():
+        with pytest.raises(Refused) as refused:
+            gate.admit(str(root / "part" / "m1" / name))
+        assert refused.value.reason == reason

@@ -590,7 +590,7 @@ def _careless(adapter: Adapter) -> Adapter:
         poisoned = [replace(e, tokens=2**70) if "POISON" in e.body else e for e in out.events]
         return replace(out, events=poisoned)
 
-    return replace(adapter, parse=parse)
+    return adapter.replace(parse=parse)
 
 
 async def test_ingest_and_renormalize_quarantine_what_the_store_refuses(

@@ -257,7 +257,7 @@ def _without_costs(adapter: Adapter) -> Adapter:
         out = adapter.parse(chunk, state)
         return replace(out, usage=[replace(u, recorded_cost_usd=None) for u in out.usage])
 
-    return replace(adapter, version=adapter.version - 1, parse=parse)
+    return adapter.replace(version=adapter.version - 1, parse=parse)
 
 
 async def test_renormalization_fills_the_recorded_cost_of_rows_stored_before(

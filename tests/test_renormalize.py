@@ -38,7 +38,7 @@ def old_version(adapter: Adapter) -> Adapter:
         ]
         return replace(out, events=events)
 
-    return replace(adapter, version=adapter.version - 1, parse=parse)
+    return adapter.replace(version=adapter.version - 1, parse=parse)
 
 
 def lay_out(base: Path) -> list[tuple[Adapter, Path]]:

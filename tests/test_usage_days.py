@@ -326,7 +326,7 @@ async def test_a_renormalization_rebuilds_the_rollup(tmp_path: Path) -> None:
             usage = [replace(u, input_tokens=u.input_tokens + 1000) for u in out.usage]
             return replace(out, usage=usage)
 
-        return replace(adapter, version=adapter.version - 1, parse=parse)
+        return adapter.replace(version=adapter.version - 1, parse=parse)
 
     pairs = []
     for adapter in REGISTRY:

@@ -183,11 +183,9 @@ def test_a_name_that_leaves_the_directory_is_never_taken_from_the_cache(
 def test_an_adapters_entries_of_another_version_are_dropped_when_it_is_walked(
     tree: Path, tmp_path: Path, no_racy_window: None
 ) -> None:
-    from dataclasses import replace
-
     cache = tmp_path / "listings.json"
     walk(tree, cache)
-    newer = replace(CLAUDE, version=CLAUDE.version + 1)
+    newer = CLAUDE.replace(version=CLAUDE.version + 1)
     kept = Listings.load(cache, cache_key(__version__))
     assert [s.rel for s in discover([(newer, tree)], listings=kept)] == walk(tree, None)[0]
     kept.save()

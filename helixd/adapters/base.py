@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 if TYPE_CHECKING:  # the records' module is the parsers' (a declaration loads no parser)
     from helixd.core.records import Parsed
 
 
-@dataclass(frozen=True, slots=True)
-class FileContext:
+class FileContext(NamedTuple):
     """Where the bytes come from.  ``rel`` is the path relative to its root (POSIX form).
     ``payloads``: the bytes are re-read to show a transcript — every event carries its bulky
     body (tool input and output, thinking, long text) in ``Event.payload``; ingest leaves it
@@ -42,8 +40,7 @@ class FileContext:
     payloads: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(NamedTuple):
     """Bytes read from ``ctx.path`` starting at byte ``base``; ``at_eof`` when the read
     reached the end of the file (a final line without newline may then be taken)."""
 
@@ -57,8 +54,7 @@ ParseFn = Callable[[Chunk, Mapping[str, Any]], "Parsed"]
 RootsFn = Callable[[Mapping[str, str], Path], list[Path]]
 
 
-@dataclass(frozen=True, slots=True)
-class Table:
+class Table(NamedTuple):
     """One table of an agent's SQLite database, read as rows (``helixd/sources/sqlite.py``).
 
     ``order`` is the watermark column: rows are read in ``(order, rowid)`` order and only
@@ -76,6 +72,9 @@ class Table:
 
 def _no_sidecar(path: str) -> str | None:
     return None
+
+
+NO_BUNDLE: Final = _no_sidecar  # ``Adapter.bundle`` of an agent whose files stand alone
 
 
 def _appended(rel: str) -> bool:
@@ -111,11 +110,10 @@ class LazyParser:
         return (LazyParser, (self.module, self.agent))
 
 
-def _unset(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:  # pragma: no cover
-    raise AssertionError("replaced in Adapter.__post_init__")
+def _no_owner(rel: str, data: bytes) -> str | None:
+    return None
 
 
-@dataclass(frozen=True, slots=True)
 class Adapter:
     """One agent's declaration (``helixd/adapters/declared/<module>.py``).  ``parser`` names
     the module ``helixd.adapters.<parser>`` whose ``PARSERS[name]`` parses its files;
@@ -146,31 +144,128 @@ class Adapter:
     message's parts lie in ``part/<message id>/``), re-read whole when any of them changes.
     ``agent``: the agent whose sessions the records are, when another adapter reads the same
     agent's sessions from another store (OpenCode's JSON tree and ``opencode.db``: one
-    session, one usage row per message); empty: ``name``."""
+    session, one usage row per message); empty: ``name``.
+    ``is_member(rel)``: whether ``rel`` (lexically, no I/O) names a member of some bundle (an
+    OpenCode part) — not a source, but a change to it is a change of its bundle;
+    ``member_owner(rel, data)`` names, from the member's bytes, the source (relative to the
+    same root) that bundles it (None: it cannot tell).  The daemon maps a member's event to
+    that source (``helixd.sources.gate.Gate.admit``).
 
+    A plain class with ``__slots__``, read-only (``replace`` makes a variant): a
+    ``dataclass`` costs every command that loads the catalogue ~12 ms of imports."""
+
+    __slots__ = _FIELDS = (
+        "name",
+        "version",
+        "default_roots",
+        "matches",
+        "parser",
+        "parse",
+        "sidecar",
+        "whole_file",
+        "description",
+        "records_usage",
+        "usage_note",
+        "usage_approximate",
+        "tables",
+        "project_files",
+        "max_depth",
+        "bundle",
+        "agent",
+        "is_member",
+        "member_owner",
+    )
     name: str
     version: int
     default_roots: RootsFn
     matches: Callable[[str], bool]
-    parser: str = ""
-    parse: ParseFn = _unset
-    sidecar: Callable[[str], str | None] = _no_sidecar
-    whole_file: Callable[[str], bool] = _appended
-    description: str = ""
-    records_usage: bool = True
-    usage_note: str = ""
-    usage_approximate: str = ""
-    tables: tuple[Table, ...] = ()
-    project_files: tuple[str, ...] = ()
-    max_depth: int | None = None
-    bundle: Callable[[str], str | None] = _no_sidecar
-    agent: str = ""
+    parser: str
+    parse: ParseFn
+    sidecar: Callable[[str], str | None]
+    whole_file: Callable[[str], bool]
+    description: str
+    records_usage: bool
+    usage_note: str
+    usage_approximate: str
+    tables: tuple[Table, ...]
+    project_files: tuple[str, ...]
+    max_depth: int | None
+    bundle: Callable[[str], str | None]
+    agent: str
+    is_member: Callable[[str], bool]
+    member_owner: Callable[[str, bytes], str | None]
 
-    def __post_init__(self) -> None:
-        if self.parse is _unset:
-            if not self.parser:
-                raise ValueError(f"adapter {self.name!r} names no parser module")
-            object.__setattr__(self, "parse", LazyParser(self.parser, self.name))
+    def __init__(
+        self,
+        name: str,
+        version: int,
+        default_roots: RootsFn,
+        matches: Callable[[str], bool],
+        parser: str = "",
+        parse: ParseFn | None = None,
+        sidecar: Callable[[str], str | None] = _no_sidecar,
+        whole_file: Callable[[str], bool] = _appended,
+        description: str = "",
+        records_usage: bool = True,
+        usage_note: str = "",
+        usage_approximate: str = "",
+        tables: tuple[Table, ...] = (),
+        project_files: tuple[str, ...] = (),
+        max_depth: int | None = None,
+        bundle: Callable[[str], str | None] = NO_BUNDLE,
+        agent: str = "",
+        is_member: Callable[[str], bool] = _appended,
+        member_owner: Callable[[str, bytes], str | None] = _no_owner,
+    ) -> None:
+        if parse is None:
+            if not parser:
+                raise ValueError(f"adapter {name!r} names no parser module")
+            parse = LazyParser(parser, name)
+        values = (
+            name,
+            version,
+            default_roots,
+            matches,
+            parser,
+            parse,
+            sidecar,
+            whole_file,
+            description,
+            records_usage,
+            usage_note,
+            usage_approximate,
+            tables,
+            project_files,
+            max_depth,
+            bundle,
+            agent,
+            is_member,
+            member_owner,
+        )
+        for field, value in zip(Adapter._FIELDS, values, strict=True):
+            object.__setattr__(self, field, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, field) for field in Adapter._FIELDS)
+
+    def replace(self, **changes: Any) -> Adapter:
+        """A copy with ``changes`` (as ``dataclasses.replace``; a test's variant)."""
+        return Adapter(**{**dict(zip(Adapter._FIELDS, self._values(), strict=True)), **changes})
+
+    def __setattr__(self, field: str, value: object) -> None:
+        raise AttributeError(f"Adapter is read-only: cannot set {field!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Adapter) and self._values() == other._values()
+
+    def __hash__(self) -> int:  # equal adapters have equal names and versions
+        return hash((self.name, self.version))
+
+    def __repr__(self) -> str:
+        return f"Adapter(name={self.name!r}, version={self.version!r})"
+
+    def __reduce__(self) -> tuple[type[Adapter], tuple[Any, ...]]:
+        return (Adapter, self._values())
 
     @property
     def owner(self) -> str:

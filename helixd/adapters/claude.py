@@ -30,13 +30,15 @@ from helixd.adapters import jsonl
 from helixd.adapters.base import Chunk
 from helixd.adapters.claude_meta import meta_record
 from helixd.adapters.claude_tools import BODY_LIMIT, INTERRUPT_MARKERS, ToolBlocks
-from helixd.adapters.declared.claude import _AGENT_FILE, NAME
+from helixd.adapters.declared.claude import NAME
 from helixd.adapters.fields import count, get_dict, get_str, result_text
 from helixd.adapters.guard import each_line
 from helixd.adapters.toolkinds import shorten
 from helixd.core.records import Event, Parsed, SessionInfo, UsageFact
 from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
+
+_AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")  # a subagent's transcript
 
 SYNTHETIC_MODEL: Final = "<synthetic>"
 

@@ -90,12 +90,25 @@ def ingest(ctx: Context, args: Namespace) -> None:
         settings = load_settings(ctx)
         table = price_table(ctx, settings)
         summary = asyncio.run(_ingest(settings, pairs, table, evict=not no_evict))
-    if as_json:
+    if as_json and first.idle:
+        _echo_idle_json(summary)
+    elif as_json:
         echo_json(summary)
     else:
         from helixd.cli.printers import print_summary
 
         print_summary(summary)
+
+
+def _echo_idle_json(summary: dict[str, Any]) -> None:
+    """``echo_json``'s output (orjson's two-space indent) with the standard library's json,
+    which the plan has loaded: importing orjson costs a re-scan with nothing new ~5 ms (it
+    loads uuid, platform, dataclasses and enum).  The summary holds only str, int, float,
+    list and str-keyed dict."""
+    import json
+
+    sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 async def _ingest(

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from helixd.adapters import Adapter
+from helixd.adapters.base import NO_BUNDLE
 from helixd.ingest.stats import IngestStats
 from helixd.sources.bundle import members_dir, stat_source
 from helixd.sources.discover import discover
@@ -31,8 +31,7 @@ from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     """``idle``: nothing to read, nothing vanished, no migration or digest due; ``reason``
     says what the full ingest is for otherwise."""
 
@@ -61,13 +60,50 @@ def plan(
 
         kept = Listings.load(listings, cache_key(__version__))
     walk = discover(pairs, listings=kept)
+    found = _compare(walk, known, seen)
+    if isinstance(found, Plan):
+        return found
+    if kept is not None:
+        kept.save()  # the whole walk ran: what it used is kept for the next
+    if walk.skipped:  # the full ingest counts and names what cannot be read
+        return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
+    gone = _vanished(known, seen, lambda: {os.fspath(root) for _, root in pairs})
+    if gone is not None:
+        return Plan(False, f"{gone} vanished")
+    return Plan(True, "nothing new", found, facts["stale"])
+
+
+def _compare(
+    walk: Iterable[Source], known: dict[str, tuple[Any, ...]], seen: set[str]
+) -> int | Plan:
+    """Every file of the walk against its cursor: how many there were, or the plan as soon
+    as one is new, changed or gone (``seen``: those found as their cursors say)."""
     found = 0
+    adapter: Adapter | None = None
+    plain = True
+    lstat, is_regular = os.lstat, stat.S_ISREG
     for src in walk:
         found += 1
         path = src.path
+        if src.adapter is not adapter:  # the walk yields a root's files together
+            adapter = src.adapter
+            plain = not adapter.tables and adapter.bundle is NO_BUNDLE
         try:
-            now = _stamp(src)
-        except Refused:
+            if plain:  # a line file: one lstat, inline (thousands of them: no call)
+                ls = lstat(path)
+                if not is_regular(ls.st_mode):
+                    continue  # the full ingest counts it
+                now: tuple[int, int, int, int] | None = (
+                    ls.st_size,
+                    ls.st_mtime_ns,
+                    ls.st_ino,
+                    ls.st_dev,
+                )
+            else:
+                now = _stamp(src)
+        except (FileNotFoundError, NotADirectoryError):
+            now = None
+        except (Refused, OSError):
             continue  # not a regular file, or cannot be looked at: the full ingest counts it
         if now is None:
             return Plan(False, f"{path} vanished during the scan")
@@ -77,14 +113,7 @@ def plan(
         if cursor[:4] != now:
             return Plan(False, f"{path} changed")
         seen.add(path)
-    if kept is not None:
-        kept.save()  # the whole walk ran: what it used is kept for the next
-    if walk.skipped:  # the full ingest counts and names what cannot be read
-        return Plan(False, f"{len(walk.skipped)} files under the roots cannot be read")
-    gone = _vanished(known, seen, {os.fspath(root) for _, root in pairs})
-    if gone is not None:
-        return Plan(False, f"{gone} vanished")
-    return Plan(True, "nothing new", found, facts["stale"])
+    return found
 
 
 def _facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
@@ -129,20 +158,32 @@ def _stamp(src: Source) -> tuple[int, int, int, int] | None:
     return (ls.st_size, ls.st_mtime_ns, ls.st_ino, ls.st_dev)
 
 
-def _vanished(known: dict[str, tuple[Any, ...]], seen: set[str], roots: set[str]) -> str | None:
-    """A stored file under the roots that the walk did not see and that is gone now."""
+def _vanished(
+    known: dict[str, tuple[Any, ...]], seen: set[str], root_set: Callable[[], set[str]]
+) -> str | None:
+    """A stored file under the roots that the walk did not see and that is gone now.  Files
+    outside the roots (another agent's with ``--agent``, roots since changed) are decided
+    once per directory: thousands of them share a few hundred directories."""
+    inside: dict[str, bool] = {}
+    roots: set[str] | None = None  # made when a file is missing (hundreds of project roots)
     for path, (*_, gone_at) in known.items():
         if path in seen or gone_at is not None:  # nearly every file: no scope test
             continue
-        if _under(path, roots) and not os.path.exists(path):
+        if roots is None:
+            roots = root_set()
+        parent = os.path.dirname(path)
+        under = inside.get(parent)
+        if under is None:
+            under = inside[parent] = _under(parent, roots)
+        if under and not os.path.exists(path):
             return path
     return None
 
 
-def _under(path: str, roots: set[str]) -> bool:
-    """Whether ``path`` is strictly below one of ``roots``: its few ancestors looked up in
-    the set (hundreds of project roots: never a scan of them per file)."""
-    parent = os.path.dirname(path)
+def _under(directory: str, roots: set[str]) -> bool:
+    """Whether ``directory`` is one of ``roots`` or below one: its few ancestors looked up
+    in the set (hundreds of project roots: never a scan of them per file)."""
+    parent = directory
     while True:
         if parent in roots:
             return True
@@ -162,5 +203,6 @@ def idle_summary(
         "digests_built": 0,
         "stale_files": p.stale_files,
         "store": str(db),
-        "roots": sorted({str(r) for _, r in pairs if Path(r).is_dir()}),
+        # each root once, no Path made (hundreds of project directories)
+        "roots": sorted(r for r in {os.fspath(r) for _, r in pairs} if os.path.isdir(r)),
     }

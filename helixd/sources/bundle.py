@@ -11,9 +11,13 @@ message) is the source; ``Adapter.bundle(rel)`` names its directory of members (
   as whitespace) and one newline after it; an empty file (being written) gives no line.
   These lines are what the adapter parses and the raw tier keeps (redacted like any bytes).
 * **Re-read whole when any of them changes**: the bundle's stat is the message file's
-  identity (device, inode) with the sizes of all its files summed and the latest of their
-  mtimes and of the members' directory (a removed part) — what a cursor compares.  A change
-  to one message re-reads that message and its parts, never the rest of its session.
+  identity (device, inode) with the sizes of all its files summed and, as its ``mtime_ns``,
+  a digest of every file's (name, size, mtime) and of the members' directory's mtime (a
+  removed part) — what a cursor compares (only ever for equality).  Exact: a member
+  rewritten at the same size with an mtime older than another member's changes it, as the
+  newest mtime alone would not; it costs no system call beyond the ``lstat`` of each file.
+  A change to one message re-reads that message and its parts, never the rest of its
+  session.
 * **Never outside the root**: every directory below the root is opened with
   ``O_NOFOLLOW`` (``gate``), the members are listed and opened through that descriptor, and
   a member that is a link, a FIFO or a directory is left out.
@@ -87,6 +91,28 @@ def _member_names(dfd: int) -> list[str]:
     return names[:MAX_MEMBERS]
 
 
+class _Stamp:
+    """The bundle's stamp as its files are met (the message's first, then the members in
+    name order): their sizes summed, and a 64-bit BLAKE2b digest of each one's (name, size,
+    mtime) kept in place of an mtime."""
+
+    __slots__ = ("digest", "size")
+
+    def __init__(self, size: int, mtime_ns: int, dir_mtime_ns: int | None) -> None:
+        from hashlib import blake2b  # only for a bundle (OpenCode's JSON tree)
+
+        self.size = size
+        self.digest = blake2b(f"{size}\0{mtime_ns}\0{dir_mtime_ns}\n".encode(), digest_size=8)
+
+    def add(self, name: str, size: int, mtime_ns: int) -> None:
+        self.size += size
+        self.digest.update(f"{name}\0{size}\0{mtime_ns}\n".encode())
+
+    def stat(self, path: str, dev: int, ino: int) -> FileStat:
+        mtime = int.from_bytes(self.digest.digest(), "big", signed=True)  # an SQLite INTEGER
+        return FileStat(path, dev, ino, self.size, mtime)
+
+
 def stat_bundle(src: Source) -> FileStat | None:
     """The bundle's stat (see the module's docstring): None when the source file is gone,
     ``Refused`` when it is not a regular file.  One ``lstat`` per member, nothing opened."""
@@ -94,19 +120,17 @@ def stat_bundle(src: Source) -> FileStat | None:
     where = members_dir(src)
     if st is None or where is None:
         return st
-    size, mtime = st.size, st.mtime_ns
     with _dir_beneath(src.root, where) as dfd:
         if dfd is None:
-            return st
-        mtime = max(mtime, os.fstat(dfd).st_mtime_ns)
+            return _Stamp(st.size, st.mtime_ns, None).stat(st.path, st.dev, st.ino)
+        stamp = _Stamp(st.size, st.mtime_ns, os.fstat(dfd).st_mtime_ns)
         for name in _member_names(dfd):
             try:
                 m = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             except OSError:
                 continue
-            size += m.st_size
-            mtime = max(mtime, m.st_mtime_ns)
-    return FileStat(st.path, st.dev, st.ino, size, mtime)
+            stamp.add(name, m.st_size, m.st_mtime_ns)
+    return stamp.stat(st.path, st.dev, st.ino)
 
 
 def stat_source(src: Source) -> FileStat | None:
@@ -129,21 +153,21 @@ def read_bundle(src: Source) -> tuple[bytes, FileStat]:
     with open_source(src.root, src.rel) as f:
         fst = os.fstat(f.fileno())
         lines = [_line(f.read())]
-    size, mtime = fst.st_size, fst.st_mtime_ns
     where = members_dir(src)
-    if where is not None:
-        with _dir_beneath(src.root, where) as dfd:
-            if dfd is not None:
-                mtime = max(mtime, os.fstat(dfd).st_mtime_ns)
-                for name in _member_names(dfd):
-                    data, m = _read_member(dfd, name)
-                    if m is not None:  # counted as ``stat_bundle`` counts it, read or not
-                        size += m.st_size
-                        mtime = max(mtime, m.st_mtime_ns)
-                    if data is not None:
-                        lines.append(_line(data))
-    st = FileStat(src.path, fst.st_dev, fst.st_ino, size, mtime)
-    return b"".join(lines), st
+    if where is None:
+        return lines[0], FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
+    with _dir_beneath(src.root, where) as dfd:
+        if dfd is None:
+            stamp = _Stamp(fst.st_size, fst.st_mtime_ns, None)
+        else:
+            stamp = _Stamp(fst.st_size, fst.st_mtime_ns, os.fstat(dfd).st_mtime_ns)
+            for name in _member_names(dfd):
+                data, m = _read_member(dfd, name)
+                if m is not None:  # counted as ``stat_bundle`` counts it, read or not
+                    stamp.add(name, m.st_size, m.st_mtime_ns)
+                if data is not None:
+                    lines.append(_line(data))
+    return b"".join(lines), stamp.stat(src.path, fst.st_dev, fst.st_ino)
 
 
 def _read_member(dfd: int, name: str) -> tuple[bytes | None, os.stat_result | None]:

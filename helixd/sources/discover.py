@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from helixd.adapters import Adapter
 from helixd.sources.gate import (
@@ -65,19 +64,22 @@ def agent_roots(
     agent that keeps its files in each project (``project_files``) also gets every
     directory of ``projects`` (where known sessions ran: ``store.projects``) as a root."""
     pairs: list[tuple[Adapter, Path]] = []
-    dirs = list(dict.fromkeys(Path(p) for p in projects))
+    # each project once, compared as text (hundreds: a Path's hash is Python code)
+    unique = dict.fromkeys(os.fspath(p) for p in projects)
+    dirs = list({str(d): d for d in map(Path, unique)}.values())
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:
             continue
         roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
         if adapter.project_files:
-            roots = list(dict.fromkeys([*roots, *dirs]))
+            roots = list(dict.fromkeys(roots))
+            listed = {os.fspath(r) for r in roots}
+            roots.extend(d for d in dirs if os.fspath(d) not in listed)
         pairs.extend((adapter, root) for root in roots)
     return pairs
 
 
-@dataclass(slots=True)
 class Trace:
     """What a walk's answer depended on, for ``helixd.sources.surveycache``: each directory
     it listed with its ``st_ctime_ns`` taken before the listing (None: absent or not a
@@ -86,10 +88,13 @@ class Trace:
     permission it tested, and how many things it met whose answer can change without any of
     these changing (``unsure``: a link, whose target can move; an ``lstat`` that failed)."""
 
-    dirs: dict[str, int | None] = field(default_factory=dict)
-    files: dict[str, int | None] = field(default_factory=dict)
-    checked: list[str] = field(default_factory=list)
-    unsure: int = 0
+    __slots__ = ("checked", "dirs", "files", "unsure")
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, int | None] = {}
+        self.files: dict[str, int | None] = {}
+        self.checked: list[str] = []
+        self.unsure = 0
 
 
 def _ctime(path: str) -> int | None:
@@ -100,8 +105,7 @@ def _ctime(path: str) -> int | None:
     return st.st_ctime_ns if stat.S_ISDIR(st.st_mode) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Skip:
+class Skip(NamedTuple):
     """A file (or directory) Helix would read but cannot; ``reason`` is a key of
     ``gate.REASONS``."""
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from helixd.sources.gate import NOT_REGULAR, SYMLINK, Refused, kind_of, refusal
 
 
-@dataclass(frozen=True, slots=True)
-class FileStat:
+class FileStat(NamedTuple):
     path: str
     dev: int
     ino: int

@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 if TYPE_CHECKING:  # light: the CLI's printers read REASONS without loading the adapters
     from helixd.adapters import Adapter
@@ -96,8 +94,7 @@ def refusal(path: str, exc: BaseException) -> Refused:
     return Refused(path, reason_of(exc), getattr(exc, "strerror", None) or str(exc))
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     """A file some adapter claims: ``path`` is ``root`` + ``rel`` (its one name)."""
 
     adapter: Adapter
@@ -106,8 +103,7 @@ class Source:
     rel: str
 
 
-@dataclass(frozen=True, slots=True)
-class Root:
+class Root(NamedTuple):
     """One configured root of one adapter; ``real`` is where it resolves now."""
 
     adapter: Adapter
@@ -115,15 +111,42 @@ class Root:
     real: str
 
 
+MEMBER_HEAD: Final = 64 * 1024  # what of a member is read to find its bundle
+
+
+def _owner(root: Root, rel: str) -> Source | None:
+    """The source that bundles the member ``rel`` of ``root`` (``Adapter.member_owner`` of
+    its first ``MEMBER_HEAD`` bytes, read beneath the root without following a link), when
+    the adapter claims it; None when the member cannot be read or names none."""
+    try:
+        with open_source(root.path, rel) as f:
+            head = f.read(MEMBER_HEAD)
+    except (Refused, OSError):
+        return None  # gone, a link, not a regular file: the reconcile scan sees the bundle
+    owner = root.adapter.member_owner(rel, head)
+    if owner is None or not root.adapter.matches(owner):
+        return None
+    return Source(root.adapter, root.path, os.path.join(root.path, owner), owner)
+
+
 def _norm(path: str | Path) -> str:
     text = os.fspath(path)
-    if _NORMAL.fullmatch(text):
+    if _normal(text):
         return text  # already absolute and normal (a Path's text): no normpath to run
     return os.path.abspath(text)
 
 
-# An absolute path without an empty, ``.`` or ``..`` component and no trailing slash.
-_NORMAL = re.compile(r"(?:/(?!\.\.?(?:/|$))[^/]+)+")
+def _normal(text: str) -> bool:
+    """An absolute path without an empty, ``.`` or ``..`` component and no trailing slash
+    (substring tests, in C: a compiled pattern costs every command that walks ~1 ms, and a
+    component-by-component test in Python costs more per root than the pattern did)."""
+    return (
+        text[:1] == "/"
+        and "//" not in text
+        and "/./" not in text
+        and "/../" not in text
+        and not text.endswith(("/", "/.", "/.."))
+    )
 
 
 def _below(path: str, root: str) -> str | None:
@@ -209,6 +232,11 @@ class Gate:
         for root, rel in inside:
             if len(root.real) == deepest and root.adapter.matches(rel):
                 return Source(root.adapter, root.path, os.path.join(root.path, rel), rel)
+        for root, rel in inside:
+            if len(root.real) == deepest and root.adapter.is_member(rel):
+                owner = _owner(root, rel)
+                if owner is not None:
+                    return owner
         raise Refused(path, NOT_CLAIMED)
 
     def admit_all(self, paths: Iterable[str]) -> tuple[list[Source], dict[str, str]]:
@@ -227,13 +255,14 @@ class Gate:
 
     def claims(self, path: str) -> bool:
         """Whether ``path``, read lexically (no I/O, for the event loop), names a file some
-        configured root's adapter would read.  A hint only: ``admit`` decides."""
+        configured root's adapter would read, or a member of one (an OpenCode part: its
+        change is its bundle's).  A hint only: ``admit`` decides."""
         if not os.path.isabs(path):
             return False
         norm = os.path.normpath(path)
         for adapter, root in self.configured:
             rel = _below(norm, root)
-            if rel is not None and adapter.matches(rel):
+            if rel is not None and (adapter.matches(rel) or adapter.is_member(rel)):
                 return True
         return False
 

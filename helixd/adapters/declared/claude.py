@@ -4,7 +4,6 @@ parser)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -14,7 +13,6 @@ from helixd.adapters.base import Adapter
 NAME: Final = "claude"
 # 2: tool results carry a status and the test counts of their output; 3: retry events
 VERSION: Final = 3
-_AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
 
 def default_roots(environ: Mapping[str, str], home: Path) -> list[Path]:
@@ -37,9 +35,21 @@ def sidecar(path: str) -> str | None:
     if "subagents" not in path:  # every session file of a re-scan: no path parsing
         return None
     head, _, name = path.rpartition("/")  # string work: called for every file of a walk
-    if "subagents" in head.split("/") and _AGENT_FILE.match(name):
+    if "subagents" in head.split("/") and _agent_file(name):
         return f"{head}/{name[: -len('.jsonl')]}.meta.json"
     return None
+
+
+def _agent_file(name: str) -> bool:
+    """``agent-<id>.jsonl`` (as ``^agent-(.+)\\.jsonl$``; string tests: a compiled regex
+    costs every command that loads the catalogue)."""
+    middle = name[len("agent-") : -len(".jsonl")]
+    return (
+        name.startswith("agent-")
+        and name.endswith(".jsonl")
+        and middle != ""
+        and "\n" not in middle
+    )
 
 
 ADAPTER: Final = Adapter(

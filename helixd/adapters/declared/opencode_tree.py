@@ -37,6 +37,36 @@ def bundle(rel: str) -> str | None:
     return None
 
 
+def is_member(rel: str) -> bool:
+    """A part: ``part/<message id>/<part id>.json`` (a member of its message's bundle)."""
+    parts = rel.split("/")
+    return len(parts) == 3 and parts[0] == "part" and parts[2].endswith(".json")
+
+
+def member_owner(rel: str, data: bytes) -> str | None:
+    """The message a part belongs to: ``message/<sessionID>/<message id>.json``, the session
+    named in the part (a part file holds its ``sessionID`` and ``messageID``; the message id
+    is its directory's name and must agree)."""
+    if not is_member(rel):
+        return None
+    import json  # the daemon's mapping of a part's event only (a walk never calls this)
+
+    try:
+        doc = json.loads(data)
+    except ValueError:  # being written, or not JSON: the reconcile scan reads the bundle
+        return None
+    if not isinstance(doc, dict):
+        return None
+    message, session = rel.split("/")[1], doc.get("sessionID")
+    if doc.get("messageID", message) != message or not _plain(session):
+        return None
+    return f"message/{session}/{message}.json"
+
+
+def _plain(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+
+
 def _whole(rel: str) -> bool:
     return True
 
@@ -53,4 +83,6 @@ ADAPTER: Final = Adapter(
     max_depth=2,
     bundle=bundle,
     agent=OPENCODE,
+    is_member=is_member,
+    member_owner=member_owner,
 )
