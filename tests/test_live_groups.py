@@ -221,3 +221,75 @@ async def test_a_live_run_with_an_event_no_row_can_be_made_of_quarantines_that_l
     assert (await store.cursor_for(str(f))).offset == f.stat().st_size  # type: ignore[union-attr]
     bad = await store.db.execute("SELECT count(*) FROM bad_lines")
     assert bad == [(1,)], bad
+
+
+async def test_a_live_batch_writes_its_cursor_with_its_counters_and_reuses_next_seq(
+    store: Store, tmp_path: Path
+) -> None:
+    """Per file of a live run the writer updates the ``files`` row once (cursor and
+    counters in one statement, was two) and takes the session's ``next_seq`` from the
+    upsert that returned it (was a second look-up): the rows are those of before — seqs
+    without gaps, counters and cursor right."""
+    proj = project(tmp_path / "home")
+    files = [proj / f"{sid(i)}.jsonl" for i in range(5)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, sid=sid(i)))
+    sources = list(discover([(claude.ADAPTER, proj.parent)]))
+    await Ingestor(store, workers=0).backfill(sources)
+    for i, f in enumerate(files):
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    statements: list[str] = []
+    await store.call(lambda con: con.set_trace_callback(statements.append))
+    try:
+        known = await store.cursors_for([s.path for s in sources])
+        await Ingestor(store, workers=0).ingest_files([(s, known[s.path]) for s in sources])
+    finally:
+        await store.call(lambda con: con.set_trace_callback(None))
+    assert sum(s.startswith("UPDATE files") for s in statements) == len(files), statements
+    assert not [s for s in statements if s.startswith("SELECT next_seq")]
+    rows = await store.db.execute(
+        "SELECT s.events, s.next_seq, count(e.id), min(e.seq), max(e.seq), f.lines, f.offset,"
+        " f.size FROM sessions s JOIN events e ON e.session_id = s.id"
+        " JOIN files f ON f.session_id = s.id GROUP BY s.id"
+    )
+    sizes = {f.stat().st_size for f in files}
+    assert len(rows) == len(files)
+    for events, next_seq, count, first, last, lines, offset, size in rows:
+        assert (events, next_seq, count, first, last, lines) == (3, 3, 3, 0, 2, 3), rows
+        assert offset == size and size in sizes
+
+
+async def test_a_live_read_reads_the_head_of_each_file_once(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's head (its fingerprint, checked against the cursor's and stored with the
+    new one) is read once per file read when it is as long as the cursor's (was twice);
+    a file rewritten under the cursor is still read again from the start."""
+    from helixd.ingest import pipeline
+
+    proj = project(tmp_path / "home")
+    files = [proj / f"{sid(i)}.jsonl" for i in range(3)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, text="x" * 2000, sid=sid(i)))  # past the 1 KiB head
+    sources = list(discover([(claude.ADAPTER, proj.parent)]))
+    await Ingestor(store, workers=0).backfill(sources)
+    for i, f in enumerate(files[:2]):
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(i)))
+    files[2].write_bytes(line(0, text="y" * 2000, sid=sid(2)))  # rewritten, same size
+    reads: list[int] = []
+    real = pipeline.head_of
+
+    def counted(f: Any, length: int) -> bytes:
+        reads.append(length)
+        return real(f, length)
+
+    monkeypatch.setattr(pipeline, "head_of", counted)
+    known = await store.cursors_for([s.path for s in sources])
+    stats = await Ingestor(store, workers=0).ingest_files([(s, known[s.path]) for s in sources])
+    assert len(reads) == len(files), reads
+    assert stats.replaced == 1 and stats.events == 3, stats
+    rows = await store.db.execute("SELECT generation, offset, size FROM files ORDER BY path")
+    assert [r[0] for r in rows] == [0, 0, 1]
+    assert all(offset == size for _, offset, size in rows)

@@ -658,7 +658,12 @@ class Ingestor:
         except (Refused, OSError) as exc:  # a FIFO or a link named like it: counted, not read
             _skip(stats, refusal(src.path, exc))
             sidecar = None
-        head_hash = fingerprint(head_of(f, cursor.head_len)) if cursor and cursor.head_len else None
+        head = head_of(f, min(st.size, HEAD_BYTES))
+        head_now = fingerprint(head)
+        head_hash = None
+        if cursor and cursor.head_len:  # the head as long as the cursor's (read once if equal)
+            same = cursor.head_len == len(head)
+            head_hash = head_now if same else fingerprint(head_of(f, cursor.head_len))
         before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
         offset, replaced = resume_offset(cursor, st.size, head_hash, before)
         if src.adapter.whole_file(src.rel) and cursor is not None:
@@ -670,7 +675,7 @@ class Ingestor:
             st=st,
             previous=cursor,
             generation=(cursor.generation + replaced) if cursor else 0,
-            head_hash=fingerprint(head := head_of(f, min(st.size, HEAD_BYTES))),
+            head_hash=head_now,
             head_len=len(head),
             ctx=FileContext(src.path, src.rel, sidecar),
             state={} if replaced or cursor is None else dict(cursor.state),

@@ -39,23 +39,35 @@ class SearchIndexWriter:
 
     The text of new entries is held back (``pending``) and written to the FTS5 table in one
     statement at the end of the writer's transaction (``flush``, called by the writer right
-    before ``COMMIT``).  FTS5 keeps the terms of a transaction in memory and writes them out
-    as a new segment whenever a statement opens a statement journal (any later statement
-    with a trigger or an ``ON CONFLICT``: the session counters, the usage upserts), so
-    interleaving the inserts with the other rows wrote one small segment per session and
-    batch, and as many merges later.  Held back, a transaction writes one segment.  A
-    deletion (``unindex``, ``forget_sessions``) writes what is pending first, so the index
-    sees its commands in order; a rolled-back transaction or savepoint drops what it added
-    (``discard``).  With ``hold`` off (the writer's salvage pass), entries are written at
-    once, so a text the index refuses fails inside the savepoint of its line."""
+    before ``COMMIT``), and so are their ``search_docs`` rows (``pending_docs``, the same
+    entries in the same order): one statement per transaction rather than one per file and
+    session (a live run writes a few events for each of hundreds of files).  FTS5 keeps
+    the terms of a transaction in memory and writes them out as a new segment whenever a
+    statement opens a statement journal (any later statement with a trigger or an ``ON
+    CONFLICT``: the session counters, the usage upserts), so interleaving the inserts with
+    the other rows wrote one small segment per session and batch, and as many merges
+    later.  Held back, a transaction writes one segment.  A deletion (``unindex``,
+    ``forget_sessions``) writes what is pending first, so that it finds the pending
+    entries' rows and the index sees its commands in order; a rolled-back transaction or
+    savepoint drops what it added (``discard``).  With ``hold`` off (the writer's salvage
+    pass), entries are written at once, so a text the index refuses fails inside the
+    savepoint of its line."""
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
         self.pending: list[tuple[int, str]] = []  # (rowid, text) not written to FTS5 yet
+        # their search_docs rows (id, session_id, kind, ts), one per entry of ``pending``
+        self.pending_docs: list[tuple[int, int, str, int | None]] = []
         self.hold = True
 
     def flush(self) -> None:
         """Write the pending entries (in the open transaction)."""
+        if self.pending_docs:
+            self.con.executemany(
+                "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
+                self.pending_docs,
+            )
+            self.pending_docs = []
         if self.pending:
             self.con.executemany("INSERT INTO search (rowid, text) VALUES (?, ?)", self.pending)
             self.pending = []
@@ -63,6 +75,7 @@ class SearchIndexWriter:
     def discard(self, keep: int = 0) -> None:
         """Forget the pending entries after the first ``keep`` (their rows were rolled back)."""
         del self.pending[keep:]
+        del self.pending_docs[keep:]
 
     def index(
         self,
@@ -95,10 +108,7 @@ class SearchIndexWriter:
             )
         if not found:
             return
-        self.con.executemany(
-            "INSERT OR REPLACE INTO search_docs (id, session_id, kind, ts) VALUES (?, ?, ?, ?)",
-            [(i, session_id, kind, ts) for i, _, kind, ts in found],
-        )
+        self.pending_docs.extend((i, session_id, kind, ts) for i, _, kind, ts in found)
         self.pending.extend((i, t) for i, t, _, _ in found)
         if not self.hold:
             self.flush()
@@ -120,6 +130,7 @@ class SearchIndexWriter:
         deletes by the exact text it indexed, rebuilt here from the stored row (whole-file
         adapters set no index-only text).  A row whose body was evicted cannot be rebuilt:
         its old entry stays (it still points at the same event)."""
+        self.flush()  # the entries pending must be in search_docs to be found and removed
         evicted = self.con.execute(
             "SELECT evicted_at IS NOT NULL FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
@@ -142,6 +153,7 @@ class SearchIndexWriter:
         them).  A thinking block's text was index-only, so it cannot be deleted by text:
         its entry is left unreachable (its ``search_docs`` row goes, and event ids are never
         reused)."""
+        self.flush()  # the entries pending must be in search_docs to be found and removed
         for sid in session_ids:
             rows = self.con.execute(
                 "SELECT e.id, e.kind, e.summary, e.body FROM events e"

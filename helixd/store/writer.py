@@ -223,6 +223,38 @@ _UPDATE_EVENT: Final = (
 )
 
 
+_FILE_CURSOR: Final = (
+    "agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?, head_hash=?,"
+    " head_len=?, generation=?, adapter_version=?, state=?, updated_at=?"
+)
+_FILE_COUNTS: Final = (
+    "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
+    " unknown_records = unknown_records + ?, redactions = redactions + ?,"
+    " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id),"
+    " sidecar = coalesce(?, sidecar)"
+)
+
+
+def _cursor_values(c: Cursor, now: int) -> tuple[Any, ...]:
+    """The values of ``_FILE_CURSOR`` for cursor ``c``, in order."""
+    return (
+        c.agent,
+        c.path,
+        c.root,
+        c.dev,
+        c.ino,
+        c.size,
+        c.mtime_ns,
+        c.offset,
+        c.head_hash,
+        c.head_len,
+        c.generation,
+        c.adapter_version,
+        orjson.dumps(c.state),
+        now,
+    )
+
+
 def repo_of(cwd: Any) -> str | None:
     """The repository name for a working directory: its last path component (Windows paths
     included, since transcripts travel between machines)."""
@@ -244,6 +276,9 @@ class Writer:
         self.next_id = 0
         self.first_id = 0
         self.parents: dict[int, str | None] = {}  # of the sessions upserted in this transaction
+        # ``next_seq`` of the sessions the last ``upsert_sessions`` returned, each taken once
+        # by the event insert that follows it (no second look-up of the row just written)
+        self.seq_hint: dict[int, int] = {}
         self.refused_lines = 0  # lines quarantined because the store refused a value of theirs
 
         # The sessions the open transaction touched: uid -> whether they got their first
@@ -253,6 +288,7 @@ class Writer:
     def begin(self) -> None:
         self.con.execute("BEGIN IMMEDIATE")
         self.parents.clear()
+        self.seq_hint = {}
         self.changes = {}
         row = self.con.execute(
             "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
@@ -315,11 +351,22 @@ class Writer:
         c, p = batch.cursor, batch.parsed
         batch.prepare()
         assert batch.rows is not None
-        file_id = self.upsert_file(c, now, batch.replay)
+        # A known file's cursor is written with its counters, in one statement at the end
+        # (``write_file_part``); a new file is inserted first, for its id.
+        known = c.file_id is not None and not batch.replay
+        file_id = c.file_id if known else self.upsert_file(c, now, batch.replay)
+        assert file_id is not None
         own_uid = batch_owner(batch.rows, p.usage)
         ids = self.upsert_sessions(p.sessions, record_uids(batch.rows, p.usage), c, own_uid, now)
         self.write_records(batch.rows, p.usage, ids, file_id, now, batch.replace_events)
-        self.write_file_part(batch, file_id, ids.get(own_uid) if own_uid else None, p.bad, now)
+        self.write_file_part(
+            batch,
+            file_id,
+            ids.get(own_uid) if own_uid else None,
+            p.bad,
+            now,
+            cursor=c if known else None,
+        )
         return file_id
 
     def write_records(
@@ -358,9 +405,17 @@ class Writer:
             )
 
     def write_file_part(
-        self, batch: Batch, file_id: int, session_id: int | None, bad: Sequence[BadLine], now: int
+        self,
+        batch: Batch,
+        file_id: int,
+        session_id: int | None,
+        bad: Sequence[BadLine],
+        now: int,
+        cursor: Cursor | None = None,
     ) -> None:
-        """What a batch stores about its file: raw bytes, bad lines, counters."""
+        """What a batch stores about its file: raw bytes, bad lines, counters, and, when
+        ``cursor`` is given, the file's cursor in the same statement (``upsert_file`` not
+        called for it: one ``UPDATE files`` per batch instead of two)."""
         c, p = batch.cursor, batch.parsed
         if batch.replace_events and batch.start == 0 and c.generation > 0 and not batch.replay:
             # A file rewritten whole: the new copy supersedes the older generations.
@@ -387,45 +442,31 @@ class Writer:
                     " (SELECT session_id FROM files WHERE id = ?)",
                     (now, file_id),
                 )
-        self.con.execute(
-            "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
-            " unknown_records = unknown_records + ?, redactions = redactions + ?,"
-            " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id),"
-            " sidecar = coalesce(?, sidecar) WHERE id = ?",
-            (
-                p.lines,
-                len(bad),
-                sum(p.unknown_types.values()),
-                batch.redactions,
-                len(batch.raw_z or b""),
-                session_id,
-                batch.sidecar,
-                file_id,
-            ),
+        counts = (
+            p.lines,
+            len(bad),
+            sum(p.unknown_types.values()),
+            batch.redactions,
+            len(batch.raw_z or b""),
+            session_id,
+            batch.sidecar,
         )
+        if cursor is None:
+            self.con.execute(_FILE_COUNTS + " WHERE id = ?", (*counts, file_id))
+        else:
+            self.con.execute(
+                _FILE_COUNTS + ", " + _FILE_CURSOR + ", gone_at = NULL WHERE id = ?",
+                (*counts, *_cursor_values(cursor, now), file_id),
+            )
 
     def upsert_file(self, c: Cursor, now: int, replay: bool = False) -> int:
-        params = (
-            c.agent,
-            c.path,
-            c.root,
-            c.dev,
-            c.ino,
-            c.size,
-            c.mtime_ns,
-            c.offset,
-            c.head_hash,
-            c.head_len,
-            c.generation,
-            c.adapter_version,
-            orjson.dumps(c.state),
-            now,
-        )
+        params = _cursor_values(c, now)
         if c.file_id is not None:
             self.con.execute(
-                "UPDATE files SET agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?,"
-                " offset=?, head_hash=?, head_len=?, generation=?, adapter_version=?, state=?,"
-                " updated_at=?" + ("" if replay else ", gone_at=NULL") + " WHERE id=?",
+                "UPDATE files SET "
+                + _FILE_CURSOR
+                + ("" if replay else ", gone_at=NULL")
+                + " WHERE id=?",
                 (*params, c.file_id),
             )
             return c.file_id
@@ -460,6 +501,7 @@ class Writer:
                 uid, {"uid": uid, "agent": c.agent, "native_id": uid.partition(":")[2]}
             )
         ids: dict[str, int] = {}
+        self.seq_hint = {}
         for uid, row in merged.items():
             cwd = row.get("cwd")
             params = {
@@ -484,6 +526,7 @@ class Writer:
             assert found is not None
             ids[uid] = int(found[0])
             self.parents[ids[uid]] = found[2]
+            self.seq_hint[ids[uid]] = int(found[1])
             self.changes.setdefault(uid, False)
         return ids
 
@@ -504,6 +547,9 @@ class Writer:
         return found
 
     def _next_seq(self, session_id: int) -> int:
+        hint = self.seq_hint.pop(session_id, None)
+        if hint is not None:
+            return hint
         row = self.con.execute(
             "SELECT next_seq FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
