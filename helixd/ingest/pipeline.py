@@ -191,9 +191,14 @@ class _Writer:
                 return
             group = list(items)
             size = sum(len(batch.raw) for batch, _ in items)
-            # Whatever else is already queued joins this transaction (group commit).
-            while size < limit and not self.queue.empty():
-                more = self.queue.get_nowait()
+            # Whatever else is already queued joins this transaction (group commit).  A
+            # backfill waits for more until the group is ``GROUP_BYTES``: the producers
+            # (parse workers) hand over one piece at a time, so taking only what was queued
+            # committed ~1.7 batches per transaction, and each commit rewrites the pages it
+            # touches anywhere in the store (the usage table's keys are hashes: a random
+            # page per fact), ~1.8x the bytes the rows themselves take in the WAL.
+            while size < limit and (not self.whole or not self.queue.empty()):
+                more = self.queue.get_nowait() if self.whole else await self.queue.get()
                 if more is None:
                     done = self.ended = True
                     break
