@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from helixd.adapters.declared import claude
-from helixd.ingest import digest, pipeline
+from helixd.ingest import digest, groupwriter
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Batch, Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
@@ -270,7 +270,7 @@ async def test_a_backfill_commits_whole_groups_not_each_piece(
     f = session_file(home)
     f.write_bytes(b"".join(record(i, "user" if i % 3 else "assistant", text="w" * 900)
                            for i in range(300)))  # fmt: skip
-    monkeypatch.setattr(pipeline, "GROUP_BYTES", 64 * 1024)
+    monkeypatch.setattr(groupwriter, "GROUP_BYTES", 64 * 1024)
     root = home / ".claude/projects"
     a = await Store.open(tmp_path / "a.db")
     b = await Store.open(tmp_path / "b.db")
