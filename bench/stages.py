@@ -6,8 +6,10 @@ Stages: the SQL of each group commit (the store thread; the critical path on a q
 machine) and its parts (full-text index, usage, sessions, file rows), compression and row
 preparation (executor threads), the event loop's share of the backfill, the digests.  The
 parse workers' CPU is the ``children`` figure (``--workers 0``: parsed inline, every stage
-in this process).  Exits 1 when the whole process (and its children) used more than
-``--max-cpu`` seconds.
+in this process).  Also: each timer's number of calls (``COMMIT``'s is the number of
+transactions), the kernel's share of the CPU (per thread too), and the bytes this process
+wrote to storage (``/proc/self/io``: the WAL, the checkpoints' copies into the store file).
+Exits 1 when the whole process (and its children) used more than ``--max-cpu`` seconds.
 
     .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
     .venv/bin/python bench/stages.py /tmp/x/c200 --workers 0
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 T: dict[str, float] = {}
+CALLS: dict[str, int] = {}
 
 
 def timed(obj: Any, name: str, label: str) -> None:
@@ -43,6 +46,7 @@ def timed(obj: Any, name: str, label: str) -> None:
             return fn(*args, **kw)
         finally:
             T[label] += time.thread_time() - start
+            CALLS[label] = CALLS.get(label, 0) + 1
 
     setattr(obj, name, wrapper)
 
@@ -70,7 +74,7 @@ class ThreadCPU:
     thread name (numbered pool threads under one name)."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, tuple[str, float]] = {}
+        self.seen: dict[int, tuple[str, float, float]] = {}  # tid -> name, CPU, of it sys
         self.stop = threading.Event()
         self.tick = 100.0 / os.sysconf("SC_CLK_TCK") / 100.0
         self.thread = threading.Thread(target=self._loop, name="stages-sampler", daemon=True)
@@ -88,20 +92,22 @@ class ThreadCPU:
             name = names.get(int(tid)) or (known[0] if known else f"thread {tid}")
             fields = stat[stat.rindex(")") + 2 :].split()
             cpu = (int(fields[11]) + int(fields[12])) * self.tick
-            self.seen[int(tid)] = (re.sub(r"_?\d+$", "", name), cpu)
+            self.seen[int(tid)] = (re.sub(r"_?\d+$", "", name), cpu, int(fields[12]) * self.tick)
 
     def _loop(self) -> None:
         while not self.stop.wait(0.1):
             self._sample()
 
-    def totals(self) -> dict[str, float]:
+    def totals(self) -> dict[str, tuple[float, float]]:
+        """Thread name -> (CPU, of it in the kernel), the busiest first."""
         self.stop.set()
         self.thread.join()
         self._sample()
-        out: dict[str, float] = {}
-        for name, cpu in self.seen.values():
-            out[name] = out.get(name, 0.0) + cpu
-        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+        out: dict[str, tuple[float, float]] = {}
+        for name, cpu, sys_cpu in self.seen.values():
+            total, kernel = out.get(name, (0.0, 0.0))
+            out[name] = (total + cpu, kernel + sys_cpu)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
 
 
 def main() -> int:
@@ -133,6 +139,9 @@ def main() -> int:
     timed(usage_write.UsageWriter, "write", "  usage and summaries")
     timed(writer.Writer, "upsert_sessions", "  sessions")
     timed(writer.Writer, "write_file_part", "  raw block, file row")
+    timed(writer.Writer, "_insert_session_events", "  events rows")
+    timed(search_write.SearchIndexWriter, "flush", "  full-text flush (in commit)")
+    timed(writer.Writer, "commit_transaction", "  COMMIT (pages to the WAL, checkpoints)")
     timed(writer.Batch, "prepare", "zstd + rows (executor threads)")
     timed_async(pipeline.Ingestor, "backfill", "backfill (event loop)")
     timed_async(digest, "analyze", "digests (event loop)")
@@ -158,12 +167,16 @@ def main() -> int:
     cpu_kids = kids.ru_utime + kids.ru_stime
     print(f"load {os.getloadavg()[0]:.1f}; wall {wall:.1f} s (not meaningful under load)")
     print(f"CPU {cpu_self + cpu_kids:.2f} s = this process {cpu_self:.2f} + workers {cpu_kids:.2f}")
+    print(f"  kernel: this process {own.ru_stime:.2f} s, workers {kids.ru_stime:.2f} s")
+    with open("/proc/self/io") as f:
+        io = dict(line.split(": ") for line in f.read().splitlines())
+    print(f"  this process wrote {int(io['write_bytes']) / 1e6:.0f} MB to storage")
     for label, seconds in T.items():
-        print(f"  {label:34s} {seconds:7.2f} s CPU")
+        print(f"  {label:40s} {seconds:7.2f} s CPU  ({CALLS.get(label, 0)} calls)")
     print("this process by thread (sampled every 0.1 s):")
-    for name, seconds in threads.totals().items():
+    for name, (seconds, kernel) in threads.totals().items():
         if seconds >= 0.01:
-            print(f"  {name:34s} {seconds:7.2f} s CPU")
+            print(f"  {name:34s} {seconds:7.2f} s CPU (kernel {kernel:.2f})")
     if args.max_cpu is not None and cpu_self + cpu_kids > args.max_cpu:
         print(f"MISS: CPU {cpu_self + cpu_kids:.1f} s > {args.max_cpu} s")
         return 1

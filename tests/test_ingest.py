@@ -4,14 +4,16 @@ reads, idempotence, replaced/truncated/renamed/deleted sources, and bad input.""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
+import pytest
 
 from helixd.adapters.declared import claude
-from helixd.ingest import digest
+from helixd.ingest import digest, groupwriter
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
-from helixd.store.database import Store, now_ms
+from helixd.store.database import Batch, Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
 
 SID = "11111111-2222-4333-8444-555555555555"
@@ -250,6 +252,42 @@ async def test_chunked_reads_equal_one_read(tmp_path: Path, home: Path) -> None:
     try:
         await ingest(a, root)
         await ingest(b, root, chunk_bytes=4096, max_line_bytes=8192)
+        sa, sb = snapshot(a.path), snapshot(b.path)
+        for key in ("sessions", "events", "usage"):
+            assert sa[key] == sb[key], key
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_backfill_commits_whole_groups_not_each_piece(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backfill's writer waits until a transaction holds ``GROUP_BYTES`` of pieces (or
+    the pieces end) rather than committing whatever one hand-over brought: each commit
+    rewrites the pages it touches (usage pages by hashed key, indexes, summaries), so a
+    commit per piece wrote ~30 % more bytes.  The rows are those of one read."""
+    f = session_file(home)
+    f.write_bytes(b"".join(record(i, "user" if i % 3 else "assistant", text="w" * 900)
+                           for i in range(300)))  # fmt: skip
+    monkeypatch.setattr(groupwriter, "GROUP_BYTES", 64 * 1024)
+    root = home / ".claude/projects"
+    a = await Store.open(tmp_path / "a.db")
+    b = await Store.open(tmp_path / "b.db")
+    commits: list[int] = []
+    real = a.commit_many
+
+    async def counted(batches: Sequence[Batch]) -> list[int]:
+        commits.append(len(batches))
+        return await real(batches)
+
+    monkeypatch.setattr(a, "commit_many", counted)
+    try:
+        await ingest(a, root, chunk_bytes=8192, workers=0)
+        pieces = sum(commits)
+        assert pieces >= 30  # ~300 KB in 8 KiB pieces
+        assert len(commits) <= f.stat().st_size // (64 * 1024) + 1
+        await ingest(b, root)
         sa, sb = snapshot(a.path), snapshot(b.path)
         for key in ("sessions", "events", "usage"):
             assert sa[key] == sb[key], key

@@ -18,27 +18,32 @@ cores work side by side.  Smaller reads (a live append) are parsed inline: no pr
 
 Each file's pieces are parsed in order with the adapter state carried along; a crash
 leaves whole batches only, and natural keys make any replay harmless.
+
+Its parts: ``groupwriter.py`` (the writer task and its transactions), ``readahead.py`` (the
+plan's items read in a thread, several per hop), ``fileruns.py`` (one file being read).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import io
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from helixd.adapters import Chunk, FileContext
 from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
-from helixd.ingest.parsepool import ParsePool, PieceDone, PieceJob, default_workers
+from helixd.ingest.fileruns import MARKS, FileRun, Planned
+from helixd.ingest.groupwriter import INLINE_REDACT, GroupWriter
+from helixd.ingest.parsepool import ParsePool, PieceJob, default_workers
+from helixd.ingest.readahead import LIVE_READ_AHEAD_ITEMS, READ_AHEAD_ITEMS, ReadAhead
 from helixd.ingest.stats import IngestStats
 from helixd.sources import bundle
 from helixd.sources import sqlite as dbsource
@@ -67,18 +72,10 @@ if TYPE_CHECKING:
 
 __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
-MARKS: Final = dbsource.MARKS_KEY
-QUEUE_DEPTH: Final = 4
-GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
-LIVE_GROUP_BYTES: Final = 256 << 10  # ... a live run (its first files visible sooner)
 LOOKAHEAD: Final = 3
 POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
 POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
-INLINE_REDACT: Final = 1 << 16
 DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
-READ_AHEAD_ITEMS: Final = 16  # items one thread hop of the reader brings at most
-READ_AHEAD_BYTES: Final = 1 << 20  # ... or this many bytes of pieces
-LIVE_READ_AHEAD_ITEMS: Final = 128  # the daemon's runs: many files of a few new lines each
 
 
 class SourceFailed(Exception):
@@ -89,213 +86,6 @@ class SourceFailed(Exception):
         super().__init__(f"{path}: {type(cause).__name__}: {cause}")
         self.path = path
         self.cause = cause
-
-
-@dataclass(slots=True)
-class _FileRun:
-    """One file being read: where it resumed and what the parser has carried so far."""
-
-    src: Source
-    st: FileStat
-    previous: Cursor | None
-    generation: int
-    head_hash: bytes
-    head_len: int
-    ctx: FileContext
-    state: dict[str, Any]
-    offset: int
-    wrote: bool = False
-    stalled: bool = False
-    moved: bool = False
-    marks: dict[str, Any] | None = None  # a database's watermarks (helixd/sources/sqlite.py)
-    token: int = 0  # the parse pool's name for this file (0: none yet)
-
-    def cursor(self, offset: int, seen: int) -> Cursor:
-        """The cursor after a batch.  ``size`` records how much of the file was examined:
-        all of it once a read reached its end, else only up to the batch, so that a run
-        killed between two batches is never mistaken for an unchanged file."""
-        st, src = self.st, self.src
-        return Cursor(
-            path=src.path,
-            agent=src.adapter.name,
-            root=src.root,
-            dev=st.dev,
-            ino=st.ino,
-            size=seen,
-            mtime_ns=st.mtime_ns,
-            offset=offset,
-            head_hash=self.head_hash,
-            head_len=self.head_len,
-            generation=self.generation,
-            adapter_version=src.adapter.version,
-            state=self.state if self.marks is None else {**self.state, MARKS: self.marks},
-            file_id=self.previous.file_id if self.previous else None,
-        )
-
-
-@dataclass(slots=True)
-class _Planned:
-    run: _FileRun
-    piece: Piece | None  # None: the file's last item (record a cursor if nothing was written)
-    redacted: Awaitable[tuple[bytes, int]] | None = None
-    done: Awaitable[PieceDone] | None = None  # parsed by a worker process
-    raw_z: bytes | None = None
-    raw_z_secrets: int = 0  # secrets masked in raw_z (an over-long line)
-
-
-_Item = tuple[Batch, Awaitable[None] | None]  # a batch and its preparation (None: done)
-
-
-class _Writer:
-    """Commits batches in order on a background task while the caller parses the next.
-
-    A batch's raw bytes start compressing (in a thread: zstd releases the GIL) as soon as
-    it is queued, so compression of one batch overlaps the commit of the one before.
-
-    ``whole`` (the daemon's runs of changed files, a few lines each): the batches are held
-    until they make ``LIVE_GROUP_BYTES`` or the run ends, then handed over together — one
-    transaction for every file of the run rather than whatever happened to be queued — and
-    a small batch is prepared on the loop (a thread hop costs more than the work).
-
-    A failed commit (a locked or full store) ends the writing, and the queue is still
-    emptied, so that a producer waiting for room is never left waiting: its next ``put``
-    (or ``close``) raises the commit's error.  The batches not committed are read again
-    from the file's cursor next time."""
-
-    def __init__(self, store: Store, *, whole: bool = False) -> None:
-        self.store = store
-        self.whole = whole
-        self.queue: asyncio.Queue[list[_Item] | None] = asyncio.Queue(QUEUE_DEPTH)
-        self.held: list[_Item] = []  # whole: batches not handed to the task yet
-        self.held_bytes = 0
-        self.error: BaseException | None = None
-        self.ended = False  # the end of the batches (``None``) has been taken off the queue
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        try:
-            await self._commit_queued()
-        except Exception as exc:
-            self.error = exc
-            # let a waiting producer go on; the end may already be in the failed group
-            while not self.ended and await self.queue.get() is not None:
-                pass
-
-    async def _commit_queued(self) -> None:
-        limit = LIVE_GROUP_BYTES if self.whole else GROUP_BYTES
-        done = False
-        while not done:
-            items = await self.queue.get()
-            if items is None:
-                self.ended = True
-                return
-            group = list(items)
-            size = sum(len(batch.raw) for batch, _ in items)
-            # Whatever else is already queued joins this transaction (group commit).
-            while size < limit and not self.queue.empty():
-                more = self.queue.get_nowait()
-                if more is None:
-                    done = self.ended = True
-                    break
-                group += more
-                size += sum(len(batch.raw) for batch, _ in more)
-            for _, prepared in group:
-                if prepared is None:
-                    continue
-                try:
-                    await prepared
-                except Exception:  # the write prepares it again and quarantines what fails
-                    pass  # (helixd/store/salvage.py)
-            await self.store.commit_many([batch for batch, _ in group])
-
-    async def put(self, batch: Batch) -> None:
-        if self.error is not None:
-            raise self.error  # the writer's failure, in the producer
-        if self.task.done():
-            self.task.result()
-        prepared: Awaitable[None] | None = None
-        if batch.rows is not None and (batch.raw_z is not None or not batch.raw):
-            pass  # prepared by a parse worker already
-        elif self.whole and len(batch.raw) < INLINE_REDACT:
-            try:
-                batch.prepare()
-            except Exception:  # as in the executor: the write prepares it again and
-                pass  # quarantines the event no row can be made of (store/salvage.py)
-        else:
-            prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
-        if not self.whole:
-            await self.queue.put([(batch, prepared)])
-            await asyncio.sleep(0)
-            return
-        self.held.append((batch, prepared))
-        self.held_bytes += len(batch.raw)
-        if self.held_bytes >= LIVE_GROUP_BYTES:
-            await self._hand_over()
-
-    async def _hand_over(self) -> None:
-        if self.held:
-            items, self.held, self.held_bytes = self.held, [], 0
-            await self.queue.put(items)
-
-    async def close(self) -> None:
-        if not self.task.done():
-            await self._hand_over()
-            await self.queue.put(None)
-        await self.task
-        if self.error is not None:
-            raise self.error
-
-
-class _ReadAhead:
-    """The plan's items, produced in a worker thread (files are never opened or read on
-    the event loop), one hop ahead: the next items are read while these are parsed.  A
-    hop brings up to ``READ_AHEAD_ITEMS`` items or ``READ_AHEAD_BYTES`` of pieces, so
-    small chunks (or many small files) do not pay one thread hand-off each."""
-
-    def __init__(
-        self, plan: Generator[_Planned, None, None], items: int = READ_AHEAD_ITEMS
-    ) -> None:
-        self.plan = plan
-        self.items = items
-        self.ready: deque[_Planned] = deque()
-        self.pending: asyncio.Future[list[_Planned]] | None = None
-        self.done = False
-        self.exhausted = False  # the plan has ended (no hop needed to learn it)
-
-    def _take(self) -> list[_Planned]:
-        items: list[_Planned] = []
-        size = 0
-        for item in self.plan:
-            items.append(item)
-            if item.piece is not None:
-                size += len(item.piece.data) + len(item.raw_z or b"")
-            if len(items) >= self.items or size >= READ_AHEAD_BYTES:
-                break
-        else:
-            self.exhausted = True
-        return items
-
-    def _fetch(self) -> asyncio.Future[list[_Planned]]:
-        return asyncio.get_running_loop().run_in_executor(None, self._take)
-
-    async def next(self) -> _Planned | None:
-        if not self.ready and not self.done:
-            if self.pending is None:
-                self.pending = self._fetch()
-            # shielded: a cancelled caller leaves the read running; ``close`` waits for it
-            items = await asyncio.shield(self.pending)
-            self.ready.extend(items)
-            self.done = not items or self.exhausted
-            self.pending = None if self.done else self._fetch()
-        return self.ready.popleft() if self.ready else None
-
-    async def close(self) -> None:
-        """Let a read in flight end, then close the plan (and the file it has open)."""
-        if self.pending is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.pending)
-        if self.pending is None or self.pending.done():
-            self.plan.close()
 
 
 class Ingestor:
@@ -433,10 +223,10 @@ class Ingestor:
             if self.keep_pool:
                 self.pool = pool
         lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
-        writer = _Writer(self.store, whole=whole)
-        window: deque[_Planned] = deque()
+        writer = GroupWriter(self.store, whole=whole)
+        window: deque[Planned] = deque()
         gone: list[str] = []
-        reads = _ReadAhead(
+        reads = ReadAhead(
             self._plan(todo, identity, stats, gone, budget),
             LIVE_READ_AHEAD_ITEMS if whole else READ_AHEAD_ITEMS,
         )
@@ -468,7 +258,7 @@ class Ingestor:
         if progress:
             progress(stats.bytes_read, total)
 
-    def _start(self, item: _Planned, pool: ParsePool | None) -> None:
+    def _start(self, item: Planned, pool: ParsePool | None) -> None:
         """Start what can run ahead of the parse: the whole parse in a worker process, or
         the redaction (in a thread when the piece is big enough to be worth the hop)."""
         piece = item.piece
@@ -491,7 +281,7 @@ class Ingestor:
         stats: IngestStats,
         gone: list[str],
         budget: int | None = None,
-    ) -> Generator[_Planned, None, None]:
+    ) -> Generator[Planned, None, None]:
         """(in a worker thread) Open each file in turn through the path gate, decide where
         to resume and yield its pieces.  A file that cannot be opened or read is counted
         and skipped; the pieces it gave before a read error keep their cursors."""
@@ -508,7 +298,7 @@ class Ingestor:
             if cursor is None:
                 cursor = _carried(identity, st)
                 if cursor is not None and unchanged(cursor, st):  # renamed, nothing new
-                    run = _FileRun(
+                    run = FileRun(
                         src=src,
                         st=st,
                         previous=cursor,
@@ -520,7 +310,7 @@ class Ingestor:
                         offset=cursor.offset,
                         moved=True,
                     )
-                    yield _Planned(run, None)
+                    yield Planned(run, None)
                     continue
             try:
                 yield from self._plan_file(src, cursor, stats, budget)
@@ -532,7 +322,7 @@ class Ingestor:
 
     def _plan_file(
         self, src: Source, cursor: Cursor | None, stats: IngestStats, budget: int | None
-    ) -> Iterator[_Planned]:
+    ) -> Iterator[Planned]:
         """One file's pieces, then its closing item (not after a read error: a cursor
         saying "examined to the end" would skip the unread rest next time)."""
         if src.adapter.tables:
@@ -551,7 +341,7 @@ class Ingestor:
                 self.max_line_bytes,
                 src.adapter.whole_file(src.rel),
             ):
-                item = _Planned(run, piece)
+                item = Planned(run, piece)
                 if piece.oversized:
                     item.raw_z, item.raw_z_secrets = compress_range(
                         f, piece.offset, piece.oversized
@@ -563,16 +353,16 @@ class Ingestor:
                         stats.more = True
                         stats.unfinished.append(src.path)
                         break
-        yield _Planned(run, None)
+        yield Planned(run, None)
 
     def _plan_bundle(
         self, src: Source, cursor: Cursor | None, stats: IngestStats
-    ) -> Iterator[_Planned]:
+    ) -> Iterator[Planned]:
         """A file read with its directory of members (``helixd/sources/bundle.py``): one line
         per file, the whole bundle again on every change (a new generation, as a whole file)."""
         data, st = bundle.read_bundle(src)
         f = io.BytesIO(data)
-        run = _FileRun(
+        run = FileRun(
             src=src,
             st=st,
             previous=cursor,
@@ -586,15 +376,13 @@ class Ingestor:
         stats.files_read += 1
         stats.replaced += cursor is not None
         for piece in read_pieces(f, 0, len(data), self.chunk_bytes, self.max_line_bytes, True):
-            item = _Planned(run, piece)
+            item = Planned(run, piece)
             if piece.oversized:
                 item.raw_z, item.raw_z_secrets = compress_range(f, piece.offset, piece.oversized)
             yield item
-        yield _Planned(run, None)
+        yield Planned(run, None)
 
-    def _plan_db(
-        self, src: Source, cursor: Cursor | None, stats: IngestStats
-    ) -> Iterator[_Planned]:
+    def _plan_db(self, src: Source, cursor: Cursor | None, stats: IngestStats) -> Iterator[Planned]:
         """A SQLite database's new rows as row lines (``helixd/sources/sqlite.py``), from the
         watermarks in its cursor.  A database under the same path with another inode is a
         new generation read from the start (its rows' natural keys keep the store free of
@@ -607,7 +395,7 @@ class Ingestor:
         replaced = cursor is not None and (cursor.dev, cursor.ino) != (st.dev, st.ino)
         state = {} if cursor is None or replaced else dict(cursor.state)
         marks = state.pop(MARKS, None)
-        run = _FileRun(
+        run = FileRun(
             src=src,
             st=st,
             previous=cursor,
@@ -645,12 +433,10 @@ class Ingestor:
         if resting and (agentdb.at_rest(src.path) is False or dbsource.stat_db(src.path) != st):
             return  # read without locks and the agent started meanwhile: read it again
         for piece in pieces:
-            yield _Planned(run, piece)
-        yield _Planned(run, None)
+            yield Planned(run, piece)
+        yield Planned(run, None)
 
-    def _open(
-        self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats
-    ) -> _FileRun:
+    def _open(self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats) -> FileRun:
         fst = os.fstat(f.fileno())
         st = FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
         try:
@@ -670,7 +456,7 @@ class Ingestor:
             offset, replaced = 0, True
         stats.files_read += 1
         stats.replaced += replaced
-        return _FileRun(
+        return FileRun(
             src=src,
             st=st,
             previous=cursor,
@@ -682,7 +468,7 @@ class Ingestor:
             offset=offset,
         )
 
-    async def _consume(self, item: _Planned, writer: _Writer, stats: IngestStats) -> None:
+    async def _consume(self, item: Planned, writer: GroupWriter, stats: IngestStats) -> None:
         run, piece = item.run, item.piece
         if run.stalled:
             return
@@ -755,14 +541,14 @@ class Ingestor:
         await self._put(writer, stats, run, batch, secrets)
 
     async def _put(
-        self, writer: _Writer, stats: IngestStats, run: _FileRun, batch: Batch, secrets: int
+        self, writer: GroupWriter, stats: IngestStats, run: FileRun, batch: Batch, secrets: int
     ) -> None:
         await writer.put(batch)
         run.wrote = True
         run.offset = batch.cursor.offset
         _account(stats, batch, secrets)
 
-    async def _finish(self, run: _FileRun, writer: _Writer) -> None:
+    async def _finish(self, run: FileRun, writer: GroupWriter) -> None:
         """Nothing complete was new (an empty file, a partial last line, a rename): still
         record what was seen, so that an unchanged file is skipped next time unopened."""
         prev, st = run.previous, run.st
@@ -800,7 +586,7 @@ def _stat(src: Source) -> FileStat | None:
     return bundle.stat_bundle(src) if bundle.members_dir(src) is not None else stat_file(src.path)
 
 
-def _job(pool: ParsePool, run: _FileRun, piece: Piece) -> PieceJob:
+def _job(pool: ParsePool, run: FileRun, piece: Piece) -> PieceJob:
     """The worker's job for a piece: the file's first carries its starting state (nothing
     has been parsed here yet), later ones go on from the worker's own copy."""
     first = run.token == 0
