@@ -587,8 +587,8 @@ def _careless(adapter: Adapter) -> Adapter:
 
     def parse(chunk: Chunk, state: Any) -> Parsed:
         out = adapter.parse(chunk, state)
-        poisoned = [replace(e, tokens=2**70) if "POISON" in e.body else e for e in out.events]
-        return replace(out, events=poisoned)
+        poisoned = [e._replace(tokens=2**70) if "POISON" in e.body else e for e in out.events]
+        return out._replace(events=poisoned)
 
     return replace(adapter, parse=parse)
 

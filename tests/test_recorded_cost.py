@@ -255,7 +255,7 @@ def _without_costs(adapter: Adapter) -> Adapter:
 
     def parse(chunk: Chunk, state: Any) -> Any:
         out = adapter.parse(chunk, state)
-        return replace(out, usage=[replace(u, recorded_cost_usd=None) for u in out.usage])
+        return out._replace(usage=[u._replace(recorded_cost_usd=None) for u in out.usage])
 
     return replace(adapter, version=adapter.version - 1, parse=parse)
 

@@ -34,9 +34,9 @@ def old_version(adapter: Adapter) -> Adapter:
     def parse(chunk: Chunk, state: Any) -> Parsed:
         out = adapter.parse(chunk, state)
         events = [
-            replace(e, status=None, tests=None, summary=e.summary.upper()) for e in out.events
+            e._replace(status=None, tests=None, summary=e.summary.upper()) for e in out.events
         ]
-        return replace(out, events=events)
+        return out._replace(events=events)
 
     return replace(adapter, version=adapter.version - 1, parse=parse)
 

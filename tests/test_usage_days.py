@@ -323,8 +323,8 @@ async def test_a_renormalization_rebuilds_the_rollup(tmp_path: Path) -> None:
     def older(adapter: Adapter) -> Adapter:
         def parse(chunk: Chunk, state: Any) -> Parsed:
             out = adapter.parse(chunk, state)
-            usage = [replace(u, input_tokens=u.input_tokens + 1000) for u in out.usage]
-            return replace(out, usage=usage)
+            usage = [u._replace(input_tokens=u.input_tokens + 1000) for u in out.usage]
+            return out._replace(usage=usage)
 
         return replace(adapter, version=adapter.version - 1, parse=parse)
 
