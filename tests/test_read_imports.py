@@ -236,10 +236,7 @@ def test_the_record_types_load_no_dataclasses() -> None:
     (six frozen dataclasses cost ~10-15 ms to create, plus the module with ``inspect``).
     ``show`` of a Claude session still loads ``dataclasses``: orjson imports it when it
     loads (and the Claude parser decodes with orjson), as does ``helixd.adapters.base``."""
-    probe = (
-        "import sys\nimport helixd.core.records\n"
-        "print('\\n'.join(sorted(sys.modules)))\n"
-    )
+    probe = "import sys\nimport helixd.core.records\nprint('\\n'.join(sorted(sys.modules)))\n"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO
     )
