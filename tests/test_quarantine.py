@@ -18,7 +18,6 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -587,8 +586,8 @@ def _careless(adapter: Adapter) -> Adapter:
 
     def parse(chunk: Chunk, state: Any) -> Parsed:
         out = adapter.parse(chunk, state)
-        poisoned = [replace(e, tokens=2**70) if "POISON" in e.body else e for e in out.events]
-        return replace(out, events=poisoned)
+        poisoned = [e._replace(tokens=2**70) if "POISON" in e.body else e for e in out.events]
+        return out._replace(events=poisoned)
 
     return adapter.replace(parse=parse)
 

@@ -239,3 +239,18 @@ def test_status_reads_the_store_on_one_connection(store: RunCli) -> None:
     assert doc["store"]["digests"] > 0 and doc["sources"]["files"] > 0, doc
     db = str(store.db)  # type: ignore[attr-defined]
     assert len([c for c in done.stderr.split() if db in c]) == 1, done.stderr
+
+
+def test_the_record_types_load_no_dataclasses() -> None:
+    """Issue 12: ``helixd.core.records`` is on the path of every parse and of ``show``; its
+    types are NamedTuples, so importing it loads neither ``dataclasses`` nor ``inspect``
+    (six frozen dataclasses cost ~10-15 ms to create, plus the module with ``inspect``).
+    ``show`` of a Claude session still loads ``dataclasses``: orjson imports it when it
+    loads (and the Claude parser decodes with orjson), as does ``helixd.adapters.base``."""
+    probe = "import sys\nimport helixd.core.records\nprint('\\n'.join(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    modules = set(done.stdout.split())
+    assert "helixd.core.records" in modules, done.stderr[-2000:]
+    assert not {"dataclasses", "inspect"} & modules, sorted({"dataclasses", "inspect"} & modules)

@@ -10,7 +10,6 @@ import json
 import re
 import shutil
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +254,7 @@ def _without_costs(adapter: Adapter) -> Adapter:
 
     def parse(chunk: Chunk, state: Any) -> Any:
         out = adapter.parse(chunk, state)
-        return replace(out, usage=[replace(u, recorded_cost_usd=None) for u in out.usage])
+        return out._replace(usage=[u._replace(recorded_cost_usd=None) for u in out.usage])
 
     return adapter.replace(version=adapter.version - 1, parse=parse)
 

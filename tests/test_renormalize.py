@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,9 @@ def old_version(adapter: Adapter) -> Adapter:
     def parse(chunk: Chunk, state: Any) -> Parsed:
         out = adapter.parse(chunk, state)
         events = [
-            replace(e, status=None, tests=None, summary=e.summary.upper()) for e in out.events
+            e._replace(status=None, tests=None, summary=e.summary.upper()) for e in out.events
         ]
-        return replace(out, events=events)
+        return out._replace(events=events)
 
     return adapter.replace(version=adapter.version - 1, parse=parse)
 

@@ -314,7 +314,6 @@ def test_whole_utc_days_read_the_day_rollup() -> None:
 async def test_a_renormalization_rebuilds_the_rollup(tmp_path: Path) -> None:
     """Usage an older adapter version wrote with other counters, re-normalized from the raw
     lines: the rollup follows the rewritten facts and equals a fresh ingest's."""
-    from dataclasses import replace
 
     from helixd.adapters import Adapter, Chunk
     from helixd.core.records import Parsed
@@ -323,8 +322,8 @@ async def test_a_renormalization_rebuilds_the_rollup(tmp_path: Path) -> None:
     def older(adapter: Adapter) -> Adapter:
         def parse(chunk: Chunk, state: Any) -> Parsed:
             out = adapter.parse(chunk, state)
-            usage = [replace(u, input_tokens=u.input_tokens + 1000) for u in out.usage]
-            return replace(out, usage=usage)
+            usage = [u._replace(input_tokens=u.input_tokens + 1000) for u in out.usage]
+            return out._replace(usage=usage)
 
         return adapter.replace(version=adapter.version - 1, parse=parse)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 from helixd.adapters import jsonl
@@ -76,8 +75,8 @@ class ChainEvents:
             "tool": src.tool,
             **kw,
         }
-        ev = replace(src, key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
-        ev = replace(ev, summary=shorten(text), body=text[:BODY_LIMIT], **fields)
+        ev = src._replace(key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
+        ev = ev._replace(summary=shorten(text), body=text[:BODY_LIMIT], **fields)
         self.out.events.append(ev)
 
 

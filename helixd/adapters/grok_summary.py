@@ -5,7 +5,6 @@ that accept both of Grok's schemas (snake_case and camelCase)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -79,8 +78,7 @@ def parse_summary(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:
     native, cwd = session_of(chunk.ctx.rel)
     info = summary_info(obj, f"{NAME}:{native}", native)
     parent = parent_of(chunk.ctx.rel)
-    info = replace(
-        info,
+    info = info._replace(
         cwd=info.cwd or cwd,
         parent_uid=info.parent_uid or (f"{NAME}:{parent}" if parent else None),
         agent_type=info.agent_type or ("subagent" if parent else None),

@@ -183,9 +183,7 @@ class _Run(Turns):
 
     def session(self, ts: int | None) -> None:
         if not self.seen or ts is not None:
-            self.out.sessions.append(
-                SessionInfo(**{**_fields(self.facts), "first_ts": ts, "last_ts": ts})
-            )
+            self.out.sessions.append(self.facts._replace(first_ts=ts, last_ts=ts))
             self.seen = True
 
     def line(self, offset: int, raw: bytes) -> None:
@@ -319,10 +317,6 @@ class _Run(Turns):
         if cid and cid in self.pending:
             return  # the same call again in its next state: already recorded
         self.tool_call(self.uid, key, at, name, cid or None, args, kind_of=KIND_OF.get(name))
-
-
-def _fields(info: SessionInfo) -> dict[str, Any]:
-    return {name: getattr(info, name) for name in info.__dataclass_fields__}
 
 
 def parse(chunk: Chunk, state: Mapping[str, Any]) -> Parsed:

@@ -9,7 +9,6 @@ line adapters do (``toolkinds``): an edit, a test run, a failure, a rejection.  
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 from helixd.adapters import jsonl
@@ -99,8 +98,8 @@ class Turns:
             "body": text[:BODY_LIMIT],
             **kw,
         }
-        ev = replace(src, key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
-        self.out.events.append(replace(ev, **fields))
+        ev = src._replace(key=f"{src.key}:{suffix}", kind=kind, parent_key=src.key, role=role)
+        self.out.events.append(ev._replace(**fields))
 
     def tool_call(
         self,

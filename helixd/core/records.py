@@ -1,14 +1,22 @@
 """Value types shared by the pure core (adapters) and the edges (store, ingest).
 
-Everything here is a frozen, slotted dataclass with no behaviour beyond trivial helpers:
-adapters produce these from bytes, the store persists them.  Field names follow the
+Everything here is an immutable ``typing.NamedTuple`` with no behaviour beyond trivial
+helpers: adapters produce these from bytes, the store persists them.  Field names follow the
 normalized schema of the design spec (§4): ``Session`` and ``SessionEvent``.
+
+NamedTuples, not dataclasses (issue 12): this module is on the path of every parse and of
+``helixctl show``; six frozen dataclasses cost the import ~10-15 ms to create (and the
+``dataclasses`` module with ``inspect``), and a frozen dataclass sets each field through
+``object.__setattr__`` on construction, where a NamedTuple builds one tuple.  What callers
+use instead: ``record._replace(field=…)`` for ``dataclasses.replace``, ``Type._fields``
+for ``dataclasses.fields``, ``record._asdict()`` for ``asdict``.  A record is a tuple: it
+is iterable and compares equal to a tuple of the same values; orjson serialises it as a
+JSON array, not an object (nothing here dumps records).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 # The spec §4.2 event kinds.  Adapters must emit only these.
 EVENT_KINDS: Final = frozenset(
@@ -33,8 +41,7 @@ EVENT_KINDS: Final = frozenset(
 Role = Literal["user", "assistant", "system", "tool"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(NamedTuple):
     """Facts about a session learned from one record; the store merges them.
 
     ``None`` means "not known from this record"; the store keeps what it had.
@@ -57,8 +64,7 @@ class SessionInfo:
     ended: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One normalized session event (spec §4.2).
 
     ``key`` is the event's natural key inside its session (for Claude: the record uuid, the
@@ -99,8 +105,7 @@ class Event:
     tests: tuple[str, int, int, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class UsageFact:
+class UsageFact(NamedTuple):
     """Token usage of one API response, deduplicated across every file by ``dedup_key``.
 
     Claude: key (message.id, requestId) or message.id alone.  Among duplicates the store keeps
@@ -131,8 +136,7 @@ class UsageFact:
     recorded_cost_usd: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class BadLine:
+class BadLine(NamedTuple):
     """A complete line the adapter could not use: kept raw, counted, never fatal."""
 
     offset: int
@@ -140,27 +144,54 @@ class BadLine:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Parsed:
+class _ParsedFields(NamedTuple):
+    consumed: int
+    state: dict[str, Any]
+    sessions: list[SessionInfo]
+    events: list[Event]
+    usage: list[UsageFact]
+    bad: list[BadLine]
+    unknown_types: dict[str, int]
+    lines: int
+
+
+class Parsed(_ParsedFields):
     """What one ``parse`` call returns.
 
     ``consumed`` is the number of input bytes fully handled; it never ends inside a line.
     ``state`` is the adapter's small per-file state after these bytes (JSON-serialisable).
     ``unknown_types`` counts records of types the adapter does not know (kept raw).
+    The lists and ``unknown_types`` left out are new, empty ones for each instance (a
+    NamedTuple default would be one list shared by every instance).
     """
 
-    consumed: int
-    state: dict[str, Any]
-    sessions: list[SessionInfo] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    usage: list[UsageFact] = field(default_factory=list)
-    bad: list[BadLine] = field(default_factory=list)
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    lines: int = 0
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        consumed: int,
+        state: dict[str, Any],
+        sessions: list[SessionInfo] | None = None,
+        events: list[Event] | None = None,
+        usage: list[UsageFact] | None = None,
+        bad: list[BadLine] | None = None,
+        unknown_types: dict[str, int] | None = None,
+        lines: int = 0,
+    ) -> Parsed:
+        return super().__new__(
+            cls,
+            consumed,
+            state,
+            [] if sessions is None else sessions,
+            [] if events is None else events,
+            [] if usage is None else usage,
+            [] if bad is None else bad,
+            {} if unknown_types is None else unknown_types,
+            lines,
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class Cursor:
+class Cursor(NamedTuple):
     """Where ingest stands in one source file; persisted with the records it produced.
 
     ``offset`` is the byte after the last complete line read; ``head_hash`` fingerprints

@@ -32,7 +32,7 @@ import os
 import pickle
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.adapters import Chunk, FileContext, adapter_named
@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from helixd.ingest.digest import Builder, Built
 
 MAX_WORKERS: Final = 3
-# A usage fact crosses the process boundary as a plain tuple of its fields: pickling the
-# frozen dataclass costs about 7 µs to send and 10 µs to receive each, the tuple a tenth.
-_USAGE_FIELDS: Final = operator.attrgetter(*(f.name for f in fields(UsageFact)))
+# A usage fact crosses the process boundary as a plain tuple of its fields: a pickled
+# record (a NamedTuple, rebuilt through its class) costs about 7 µs a round trip, the tuple 1.
+_USAGE_FIELDS: Final = operator.attrgetter(*UsageFact._fields)
 UsageTuple = tuple[Any, ...]
 
 
@@ -90,7 +90,7 @@ class PieceDone:
 
     def records(self) -> Parsed:
         """(in the ingesting process) The parse result with its usage facts rebuilt."""
-        return replace(self.parsed, usage=[UsageFact(*t) for t in self.usage])
+        return self.parsed._replace(usage=[UsageFact(*t) for t in self.usage])
 
 
 _carried: dict[int, dict[str, Any]] = {}  # in a worker: file token -> state after its last piece
@@ -112,13 +112,13 @@ def parse_piece(job: PieceJob) -> PieceDone:
     except Exception:
         rows = None
     else:
-        parsed = replace(parsed, events=[])
+        parsed = parsed._replace(events=[])
     usage = [_USAGE_FIELDS(fact) for fact in parsed.usage]
     consumed = parsed.consumed
     raw = redacted if consumed == len(redacted) else redacted[:consumed]
     raw_z = compress_raw(raw) if raw else None  # the worker's one thread: one compressor
     return PieceDone(
-        redacted if secrets else None, secrets, replace(parsed, usage=[]), rows, usage, raw_z
+        redacted if secrets else None, secrets, parsed._replace(usage=[]), rows, usage, raw_z
     )
 
 

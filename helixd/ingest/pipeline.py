@@ -32,7 +32,6 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
@@ -608,7 +607,7 @@ def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | 
     gone).  The head fingerprint is checked by ``resume_offset`` afterwards."""
     cur = identity.get((st.dev, st.ino))
     if cur is not None and cur.path != st.path and not os.path.exists(cur.path):
-        return replace(cur, path=st.path)
+        return cur._replace(path=st.path)
     return None
 
 

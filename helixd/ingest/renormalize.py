@@ -19,7 +19,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import structlog
@@ -98,13 +98,13 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
         if gen != generation:
             generation, state, carry = gen, {}, b""
         last = i + 1 == len(raw.blocks) or raw.blocks[i + 1][0] != gen
-        cursor = replace(c, generation=gen, offset=end, adapter_version=adapter.version)
+        cursor = c._replace(generation=gen, offset=end, adapter_version=adapter.version)
         reason = raw.oversized.get((gen, start))
         if reason is not None:
             bad = BadLine(start, end - start, reason)
             batches.append(
                 Batch(
-                    cursor=replace(cursor, state=state),
+                    cursor=cursor._replace(state=state),
                     start=start,
                     raw=b"",
                     parsed=Parsed(consumed=end - start, state=state, bad=[bad]),
@@ -120,7 +120,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
         parsed_bytes += parsed.consumed
         batches.append(
             Batch(
-                cursor=replace(cursor, offset=base + parsed.consumed, state=state),
+                cursor=cursor._replace(offset=base + parsed.consumed, state=state),
                 start=base,
                 raw=b"",
                 parsed=parsed,
@@ -137,7 +137,7 @@ def replay_file(adapter: Adapter, raw: StoredRaw) -> tuple[list[Batch], int]:
     final = {**final, **{k: v for k, v in c.state.items() if k.startswith("~")}}
     batches.append(
         Batch(
-            cursor=replace(c, adapter_version=adapter.version, state=final),
+            cursor=c._replace(adapter_version=adapter.version, state=final),
             start=c.offset,
             raw=b"",
             parsed=Parsed(consumed=0, state=final),
