@@ -264,7 +264,7 @@ def test_a_part_is_admitted_as_its_message_within_the_root(tmp_path: Path) -> No
     outside ``message/``, is refused, never followed."""
     import pytest
 
-    from helixd.sources.gate import NOT_CLAIMED, OUTSIDE, Gate, Refused
+    from helixd.sources.gate import MEMBER_UNNAMED, OUTSIDE, Gate, Refused
 
     root = tmp_path / "storage"
     part = {"id": "p1", "sessionID": "s", "messageID": "m1", "type": "text", "text": "x"}
@@ -277,8 +277,83 @@ def test_a_part_is_admitted_as_its_message_within_the_root(tmp_path: Path) -> No
     assert gate.claims(str(root / "part" / "m1" / "p1.json"))
     src = gate.admit(str(root / "part" / "m1" / "p1.json"))
     assert (src.rel, src.path) == ("message/s/m1.json", str(root / "message" / "s" / "m1.json"))
-    expected = {"bad.json": NOT_CLAIMED, "other.json": NOT_CLAIMED, "link.json": OUTSIDE}
+    expected = {"bad.json": MEMBER_UNNAMED, "other.json": MEMBER_UNNAMED, "link.json": OUTSIDE}
     for name, reason in expected.items():
         with pytest.raises(Refused) as refused:
             gate.admit(str(root / "part" / "m1" / name))
         assert refused.value.reason == reason
+
+
+def test_a_part_names_its_message_when_big_and_never_through_an_unsafe_id(tmp_path: Path) -> None:
+    """A part over the gate's 64 KiB head (a big tool output) still names its message from
+    the ids OpenCode writes first; a session id with a NUL, a separator or ``..`` names
+    none (refused quietly as a member, never a failed group)."""
+    import pytest
+
+    from helixd.sources.gate import MEMBER_HEAD, MEMBER_UNNAMED, Gate, Refused
+
+    root = tmp_path / "storage"
+    big = {"id": "p1", "sessionID": "ses_a", "messageID": "m1", "type": "text"}
+    _write(root / "part" / "m1" / "p1.json", {**big, "text": "x" * (MEMBER_HEAD + 5000)})
+    gate = Gate([(adapter_named("opencode_tree"), root)])
+    assert gate.admit(str(root / "part" / "m1" / "p1.json")).rel == "message/ses_a/m1.json"
+    for i, sid in enumerate(("ses\x00a", "a/b", "..", "ses a", "")):
+        _write(root / "part" / "m1" / f"u{i}.json", {**big, "sessionID": sid, "text": "y"})
+        with pytest.raises(Refused) as refused:
+            gate.admit(str(root / "part" / "m1" / f"u{i}.json"))
+        assert refused.value.reason == MEMBER_UNNAMED, sid
+
+
+def _tree_message(root: Path, texts: list[str], garbage: bool) -> None:
+    sid, mid = "ses_c", "msg_c1"
+    _write(root / "session" / "proj" / f"{sid}.json", {"id": sid, "directory": "/w", "time": {}})
+    message = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": 1_760_000_000}}
+    _write(root / "message" / sid / f"{mid}.json", message)
+    for i, text in enumerate(texts):
+        part = {"id": f"prt_{i}", "sessionID": sid, "messageID": mid, "type": "text"}
+        _write(root / "part" / mid / f"prt_{i}.json", {**part, "text": text})
+    if garbage:
+        (root / "part" / mid / "prt_z.json").write_text('{"id": "prt_z", "sessionID": "ses_c", ')
+
+
+async def _file_counts(store: Store) -> list[tuple[object, ...]]:
+    rows = await store.db.execute(
+        "SELECT path, lines, bad_lines, unknown_records, redactions, raw_bytes FROM files"
+        " WHERE path LIKE '%/message/%' ORDER BY path",
+        (),
+    )
+    return [tuple(r) for r in rows]
+
+
+async def test_parts_changed_together_read_their_message_once_with_a_clean_runs_counts(
+    tmp_path: Path,
+) -> None:
+    """The daemon's path: a message and its parts changed together are one source read
+    once, and a bundle read again whole (a part rewritten) keeps the counters a clean
+    first read of the final files gives — lines, bad lines, raw bytes — not their sum."""
+    from helixd.sources.gate import Gate
+
+    root = tmp_path / "storage"
+    _tree_message(root, ["one", "two", "three"], garbage=True)
+    tree = adapter_named("opencode_tree")
+    gate = Gate([(tree, root)])
+    members = sorted(str(p) for p in (root / "part" / "msg_c1").iterdir())
+    async with await Store.open(tmp_path / "live.db") as store:
+        message = str(root / "message" / "ses_c" / "msg_c1.json")
+        for changed, rewrite in (
+            ([message, *members], None),
+            (members[1:2], "two again"),  # one part rewritten: its bundle is read whole
+            (members[:1], "two, a third time"),
+        ):
+            if rewrite is not None:
+                _tree_message(root, ["one", rewrite, "three!"], garbage=True)
+            sources, refused = gate.admit_all(changed)
+            assert len(sources) == 1 and not refused
+            known = await store.cursors_for([s.path for s in sources])
+            stats = await Ingestor(store).ingest_files([(s, known.get(s.path)) for s in sources])
+            assert stats.files_read == 1
+        live = await _file_counts(store)
+    async with await Store.open(tmp_path / "clean.db") as store:
+        await Ingestor(store).backfill(discover([(tree, root)]))
+        clean = await _file_counts(store)
+    assert live == clean and clean[0][2] == 1  # one bad line (the garbage part), not three

@@ -44,7 +44,7 @@ from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
 from helixd.ingest.pipeline import Ingestor, SourceFailed, discover
 from helixd.sources.discover import unreadable_summary
-from helixd.sources.gate import Gate, Refused
+from helixd.sources.gate import MEMBER_UNNAMED, Gate, Refused
 from helixd.store.database import Store
 from helixd.store.faults import classify
 
@@ -196,13 +196,17 @@ class Worker:
         )
         admitted, refused = await asyncio.to_thread(self.sources().admit_all, paths)
         for path, reason in refused.items():
+            if reason == MEMBER_UNNAMED:  # a part not naming its bundle yet: the scan reads it
+                log.debug("member_unnamed", path=path)
+                continue
             self.unreadable[path] = reason
             log.warning("path_refused", path=path, reason=reason)
         known = await store.cursors_for([src.path for src in admitted])  # one hop
         todo = [(src, known.get(src.path)) for src in admitted]
         stats = await ingestor.ingest_files(todo, limits.max_read_bytes)
-        for src in admitted:
-            self.unreadable.pop(src.path, None)
+        for path in (*paths, *(src.path for src in admitted)):  # a member's path, its bundle's
+            if path not in refused:
+                self.unreadable.pop(path, None)
         self.unreadable.update(stats.skipped_paths)
         self._count_summary(stats.as_dict())
         self._files_unreadable(stats.failed)

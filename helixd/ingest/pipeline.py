@@ -187,7 +187,8 @@ class Ingestor:
         transactions (the writer's group commit), each still with its own cursor.  At most
         about ``budget`` bytes per file (``stats.unfinished`` names those to come back to)."""
         started = time.perf_counter()
-        stats = IngestStats(files_seen=len(items))
+        items = list({src.path: (src, cursor) for src, cursor in reversed(items)}.values())[::-1]
+        stats = IngestStats(files_seen=len(items))  # a file named twice is read once
         identity: dict[tuple[int, int], Cursor] = {}
         todo: list[tuple[Source, Cursor | None]] = []
         for src, cursor in items:

@@ -45,6 +45,7 @@ DENIED: Final = "permission_denied"
 VANISHED: Final = "vanished"
 BAD_PATH: Final = "bad_path"
 READ_ERROR: Final = "read_error"
+MEMBER_UNNAMED: Final = "member_unnamed"
 REASONS: Final = {
     OUTSIDE: "outside the configured roots",
     NOT_CLAIMED: "not a file its agent writes",
@@ -54,6 +55,7 @@ REASONS: Final = {
     VANISHED: "vanished while being read",
     BAD_PATH: "not an absolute path",
     READ_ERROR: "read error",
+    MEMBER_UNNAMED: "a part of a bundle that does not name its bundle yet (read at the next scan)",
 }
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK
@@ -123,7 +125,10 @@ def _owner(root: Root, rel: str) -> Source | None:
             head = f.read(MEMBER_HEAD)
     except (Refused, OSError):
         return None  # gone, a link, not a regular file: the reconcile scan sees the bundle
-    owner = root.adapter.member_owner(rel, head)
+    try:
+        owner = root.adapter.member_owner(rel, head)
+    except Exception:  # a declaration's reading of untrusted bytes never fails the group
+        return None
     if owner is None or not root.adapter.matches(owner):
         return None
     return Source(root.adapter, root.path, os.path.join(root.path, owner), owner)
@@ -237,21 +242,25 @@ class Gate:
                 owner = _owner(root, rel)
                 if owner is not None:
                     return owner
+                raise Refused(path, MEMBER_UNNAMED)  # not unreadable: its bundle is read later
         raise Refused(path, NOT_CLAIMED)
 
     def admit_all(self, paths: Iterable[str]) -> tuple[list[Source], dict[str, str]]:
         """``admit`` for a group of paths (files changed together) with the roots resolved
-        once for the group, not once per path: the sources, and the refused paths with
-        why.  Does I/O: call it from a worker thread."""
+        once for the group, not once per path: the sources, each once (the parts of one
+        bundle changed together are one source to read), and the refused paths with why.
+        Does I/O: call it from a worker thread."""
         roots = self.resolve()
-        admitted: list[Source] = []
+        admitted: dict[str, Source] = {}
         refused: dict[str, str] = {}
         for path in paths:
             try:
-                admitted.append(self.admit(path, roots))
+                src = self.admit(path, roots)
             except Refused as exc:  # a link out of the roots, a name no adapter claims…
                 refused[path] = exc.reason
-        return admitted, refused
+            else:
+                admitted.setdefault(src.path, src)
+        return list(admitted.values()), refused
 
     def claims(self, path: str) -> bool:
         """Whether ``path``, read lexically (no I/O, for the event loop), names a file some

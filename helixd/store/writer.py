@@ -418,18 +418,26 @@ class Writer:
         called for it: one ``UPDATE files`` per batch instead of two)."""
         c, p = batch.cursor, batch.parsed
         if batch.replace_events and batch.start == 0 and c.generation > 0 and not batch.replay:
-            # A file rewritten whole: the new copy supersedes the older generations.
-            self.con.execute(
+            # A file rewritten whole: the new copy supersedes the older generations, and the
+            # file's counters start again from it (as a first read of this copy would).
+            for sql in (
                 "DELETE FROM raw_blocks WHERE file_id = ? AND generation < ?",
-                (file_id, c.generation),
-            )
-            self.con.execute("UPDATE files SET raw_bytes = 0 WHERE id = ?", (file_id,))
-        if batch.raw_z is not None:
+                "DELETE FROM bad_lines WHERE file_id = ? AND generation < ?",
+            ):
+                self.con.execute(sql, (file_id, c.generation))
             self.con.execute(
+                "UPDATE files SET raw_bytes = 0, lines = 0, bad_lines = 0, unknown_records = 0,"
+                " redactions = 0 WHERE id = ?",
+                (file_id,),
+            )
+        stored = 0
+        if batch.raw_z is not None:
+            added = self.con.execute(
                 "INSERT OR IGNORE INTO raw_blocks (file_id, generation, start, end, lines, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (file_id, c.generation, batch.start, c.offset, p.lines, batch.raw_z),
             )
+            stored = len(batch.raw_z) if added.rowcount == 1 else 0  # a block held already
         if bad:
             self.con.executemany(
                 "INSERT OR IGNORE INTO bad_lines (file_id, generation, offset, length, reason)"
@@ -447,7 +455,7 @@ class Writer:
             len(bad),
             sum(p.unknown_types.values()),
             batch.redactions,
-            len(batch.raw_z or b""),
+            stored,
             session_id,
             batch.sidecar,
         )

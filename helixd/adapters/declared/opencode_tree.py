@@ -51,20 +51,43 @@ def member_owner(rel: str, data: bytes) -> str | None:
         return None
     import json  # the daemon's mapping of a part's event only (a walk never calls this)
 
+    message = rel.split("/")[1]
     try:
         doc = json.loads(data)
-    except ValueError:  # being written, or not JSON: the reconcile scan reads the bundle
-        return None
+    except ValueError:  # cut at the head's end (a big tool output), or being written
+        doc = _head_ids(data)
     if not isinstance(doc, dict):
         return None
-    message, session = rel.split("/")[1], doc.get("sessionID")
+    session = doc.get("sessionID")
     if doc.get("messageID", message) != message or not _plain(session):
         return None
     return f"message/{session}/{message}.json"
 
 
+def _head_ids(data: bytes) -> dict[str, str]:
+    """``sessionID`` and ``messageID`` read from the start of a part that is not whole JSON
+    (OpenCode writes a part's ids before its content): each key's first occurrence as a
+    JSON key (a quoted name followed by a colon; inside a string the quotes would be
+    escaped), its value a plain id."""
+    import re
+
+    found: dict[str, str] = {}
+    for key in ("sessionID", "messageID"):
+        m = re.search(rb'"' + key.encode() + rb'"\s*:\s*"([A-Za-z0-9_.-]{1,200})"', data)
+        if m is not None:
+            found[key] = m.group(1).decode("ascii")
+    return found
+
+
 def _plain(name: object) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+    """An id usable as a file name: letters, digits, ``_``, ``-`` and ``.`` (never ``.`` or
+    ``..``, a separator or a NUL)."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 200
+        and name not in (".", "..")
+        and all(c.isascii() and (c.isalnum() or c in "_-.") for c in name)
+    )
 
 
 def _whole(rel: str) -> bool:
