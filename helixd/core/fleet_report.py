@@ -14,13 +14,13 @@ from helixd.core.usage_report import (
     EPOCH,
     PERIOD_KEY,
     Counts,
-    _add,
-    _entry,
-    _put,
-    _totals,
-    _zero,
+    add_counts,
+    entry_of,
     period_of,
     period_report,
+    put_usage,
+    totals_of,
+    zero_counts,
 )
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # -- fleet reports (many machines) -------------------------------------------------------
 def _split(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
     """Tokens and cost of one slice (a machine, a user) of an entry."""
-    e = _entry(models, prices)
+    e = entry_of(models, prices)
     e["cost"] = e.pop("totalCost")
     del e["modelBreakdowns"]
     return e
@@ -51,7 +51,7 @@ def _by_user(
     users: dict[str, dict[str, Counts]] = {}
     for (_, user), models in groups.items():
         for model, c in models.items():
-            _add(users.setdefault(user, {}).setdefault(model, _zero()), c)
+            add_counts(users.setdefault(user, {}).setdefault(model, zero_counts()), c)
     return [{"user": u, **_split(models, prices)} for u, models in sorted(users.items())]
 
 
@@ -72,7 +72,7 @@ def fleet_period_report(
         if key is None:
             key = keys[day] = period_of(EPOCH + timedelta(days=day), period, week_start)
         for groups in (per_entry.setdefault(key, {}), overall):
-            _put(groups.setdefault((machine, user), {}), model, c, prices, "auto")
+            put_usage(groups.setdefault((machine, user), {}), model, c, prices, "auto")
     name = PERIOD_KEY[period]
     for e in doc[period]:
         split = per_entry[e[name]]
@@ -95,8 +95,8 @@ def fleet_session_report(
     info: dict[tuple[str, str], tuple[Any, ...]] = {}
     overall: dict[tuple[str, str], dict[str, Counts]] = {}
     for machine, user, uid, agent, repo, parent, start, end, model, *c in rows:
-        _put(groups.setdefault((machine, uid), {}), model, c, prices, "auto")
-        _put(overall.setdefault((machine, user), {}), model, c, prices, "auto")
+        put_usage(groups.setdefault((machine, uid), {}), model, c, prices, "auto")
+        put_usage(overall.setdefault((machine, user), {}), model, c, prices, "auto")
         info[(machine, uid)] = (user, agent, repo, parent, start, end)
     entries = []
     for (machine, uid), models in groups.items():
@@ -111,13 +111,13 @@ def fleet_session_report(
                 "parentSessionId": parent,
                 "firstActivity": iso(start),
                 "lastActivity": iso(end),
-                **_entry(models, prices),
+                **entry_of(models, prices),
             }
         )
     entries.sort(key=lambda e: (e["lastActivity"] or "", e["sessionId"], e["machine"]))
     return {
         "sessions": entries,
-        "totals": _totals(entries),
+        "totals": totals_of(entries),
         "machines": _splits(overall, prices),
         "users": _by_user(overall, prices),
     }

@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from helixd.core.usage_report import COUNTERS, Counts, _entry, _put
+from helixd.core.usage_report import COUNTERS, Counts, entry_of, put_usage
 
 if TYPE_CHECKING:
     from helixd.core.pricing import Prices
@@ -45,8 +45,8 @@ def attribute(
     total: dict[str, Counts] = {}
     for ts, model, *c in records:
         i = bisect_right(starts, ts) - 1
-        _put(windows.setdefault(i, {}), model, c, prices, mode)
-        _put(total, model, c, prices, mode)
+        put_usage(windows.setdefault(i, {}), model, c, prices, mode)
+        put_usage(total, model, c, prices, mode)
     for ts, what, text in activity:
         if ts is None:
             continue
@@ -61,14 +61,14 @@ def attribute(
             "phase": ordered[i][1] if i >= 0 else BEFORE,
             "start": ordered[i][0] if i >= 0 else None,
             "end": ordered[i + 1][0] if 0 <= i < len(ordered) - 1 else None,
-            **_entry(windows.get(i, {}), prices),
+            **entry_of(windows.get(i, {}), prices),
             "turns": sum(c[COUNTERS.index("responses")] for c in windows.get(i, {}).values()),
             **_activity(acts.get(i, {})),
         }
         for i in sorted(shown)
         if ordered
     ]
-    overall = _entry(total, prices)
+    overall = entry_of(total, prices)
     overall["turns"] = sum(c[COUNTERS.index("responses")] for c in total.values())
     return {"total": overall, "phases": phases}
 

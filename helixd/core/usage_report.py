@@ -93,7 +93,7 @@ def cost_source(c: Sequence[Any]) -> str:
     return "recorded" if by_recorded else "table" if by_table else "none"
 
 
-def _zero() -> Counts:
+def zero_counts() -> Counts:
     return [0] * len(PRICED)
 
 
@@ -177,28 +177,28 @@ def _tokens(c: Sequence[int], cost_usd: float) -> dict[str, Any]:
     }
 
 
-def _add(into: Counts, c: Sequence[Any]) -> None:
+def add_counts(into: Counts, c: Sequence[Any]) -> None:
     for i, v in enumerate(c):
         into[i] += v
 
 
-def _put(
+def put_usage(
     models: dict[str, Counts], model: str, c: Sequence[Any], prices: Prices, mode: str
 ) -> None:
     """Add one usage row, priced, to the model's sums."""
-    _add(models.setdefault(model, _zero()), priced(c, model, prices, mode))
+    add_counts(models.setdefault(model, zero_counts()), priced(c, model, prices, mode))
 
 
-def _entry(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
-    """Tokens and dollars of priced rows per model (``_put``), with ``costSource`` per
+def entry_of(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
+    """Tokens and dollars of priced rows per model (``put_usage``), with ``costSource`` per
     model and for the whole (a key of ``COST_SOURCES``)."""
-    total = _zero()
+    total = zero_counts()
     breakdowns = []
     spent = 0.0
     for model, c in models.items():
         usd = priced_usd(prices, model, c)
         spent += usd
-        _add(total, c)
+        add_counts(total, c)
         b = _tokens(c, usd)
         b["cost"] = b.pop("totalCost")
         b["costSource"] = cost_source(c)
@@ -211,7 +211,7 @@ def _entry(models: Mapping[str, Counts], prices: Prices) -> dict[str, Any]:
     return out
 
 
-def _totals(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def totals_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     keys = (
         "inputTokens",
         "outputTokens",
@@ -263,14 +263,14 @@ def period_report(
         key = keys.get(day)
         if key is None:
             key = keys[day] = period_key(day, period, week_start)
-        _put(groups.setdefault(key, {}), model, c, prices, mode)
+        put_usage(groups.setdefault(key, {}), model, c, prices, mode)
         agents.setdefault(key, set()).add(agent)
     name = PERIOD_KEY[period]
     entries = []
     for key in sorted(groups):
-        e = {name: key, **_entry(groups[key], prices), "agents": sorted(agents[key])}
+        e = {name: key, **entry_of(groups[key], prices), "agents": sorted(agents[key])}
         entries.append(e)
-    return {period: entries, "totals": _totals(entries)}
+    return {period: entries, "totals": totals_of(entries)}
 
 
 EARLIEST_MS: Final = 946_684_800_000  # 2000-01-01 UTC: usage before it has no true time
@@ -290,10 +290,10 @@ def with_undated(
     models: dict[str, Counts] = {}
     agents: set[str] = set()
     for agent, model, *c in rows:
-        _put(models, model, c, prices, mode)
+        put_usage(models, model, c, prices, mode)
         agents.add(agent)
     if models:
-        doc["undated"] = {**_entry(models, prices), "agents": sorted(agents)}
+        doc["undated"] = {**entry_of(models, prices), "agents": sorted(agents)}
     return doc
 
 
@@ -308,7 +308,7 @@ def session_report(
     groups: dict[str, dict[str, Counts]] = {}
     info: dict[str, tuple[Any, ...]] = {}
     for uid, agent, repo, parent, start, end, model, *c in rows:
-        _put(groups.setdefault(uid, {}), model, c, prices, mode)
+        put_usage(groups.setdefault(uid, {}), model, c, prices, mode)
         info[uid] = (agent, repo, parent, start, end)
     entries = []
     for uid, models in groups.items():
@@ -321,8 +321,8 @@ def session_report(
                 "parentSessionId": parent,
                 "firstActivity": iso(start),
                 "lastActivity": iso(end),
-                **_entry(models, prices),
+                **entry_of(models, prices),
             }
         )
     entries.sort(key=lambda e: (e["lastActivity"] or "", e["sessionId"]))
-    return {"sessions": entries, "totals": _totals(entries)}
+    return {"sessions": entries, "totals": totals_of(entries)}
