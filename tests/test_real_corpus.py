@@ -125,33 +125,58 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return World(home, db, json.loads(proc.stdout))
 
 
-def session_summary(con: sqlite3.Connection, sid: int) -> dict[str, Any]:
-    """A session's uid, title and usage sums per counter (with the number of facts)."""
-    uid, title = con.execute("SELECT uid, title FROM sessions WHERE id = ?", (sid,)).fetchone()
+SESSION_FACTS = ("model", "cwd", "git_branch", "agent_type", "version", "started_at", "ended_at")
+
+
+def events_digest(con: sqlite3.Connection, where: str, arg: object) -> str:
+    """A digest of the events ``where`` holds — kind, role, time, tool, summary, body and
+    flags of each — independent of their order (a wrong time, role or text changes it)."""
+    rows = con.execute(
+        "SELECT kind, role, ts, tool, call_id, summary, body, is_error, is_sidechain, status"
+        " FROM events WHERE " + where,
+        (arg,),
+    ).fetchall()
+    h = hashlib.sha256()
+    for line in sorted(repr(tuple(r)) for r in rows):
+        h.update(line.encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def session_summary(con: sqlite3.Connection, sid: int, home: str) -> dict[str, Any]:
+    """A session's uid, title, facts (model, cwd with the test's HOME as ``~``, branch,
+    times…) and usage sums per counter (with the number of facts)."""
+    uid, title, *facts = con.execute(
+        "SELECT uid, title, " + ", ".join(SESSION_FACTS) + " FROM sessions WHERE id = ?", (sid,)
+    ).fetchone()
+    known = dict(zip(SESSION_FACTS, facts, strict=True))
+    if isinstance(known["cwd"], str) and known["cwd"].startswith(home):
+        known["cwd"] = "~" + known["cwd"][len(home) :]
     sums = con.execute(
         "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in USAGE)
         + " FROM usage WHERE session_id = ?",
         (sid,),
     ).fetchone()  # fmt: skip
-    return {"uid": uid, "title": title, "usage": dict(zip(("facts", *USAGE), sums, strict=True))}
+    usage = dict(zip(("facts", *USAGE), sums, strict=True))
+    return {"uid": uid, "title": title, **known, "usage": usage}
 
 
-def store_sessions(con: sqlite3.Connection) -> dict[str, Any]:
+def store_sessions(con: sqlite3.Connection, home: str) -> dict[str, Any]:
     """Every session in the store by uid, with its parent and events by kind: this also shows
     the sessions no file is linked to (a database's session without messages, a parent that
     is only named)."""
     out = {}
     for sid, parent in con.execute("SELECT id, parent_uid FROM sessions ORDER BY uid").fetchall():
-        s = session_summary(con, sid)
+        s = session_summary(con, sid, home)
         kinds = con.execute(
             "SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind ORDER BY kind",
             (sid,),
         ).fetchall()
-        out[s.pop("uid")] = {**s, "parent_uid": parent, "events": dict(kinds)}
+        digest = events_digest(con, "session_id = ?", sid)
+        out[s.pop("uid")] = {**s, "parent_uid": parent, "events": dict(kinds), "digest": digest}
     return out
 
 
-def file_summary(con: sqlite3.Connection, path: str) -> dict[str, Any] | None:
+def file_summary(con: sqlite3.Connection, path: str, home: str) -> dict[str, Any] | None:
     """What the store holds from the file at ``path``, or None when it has no ``files`` row."""
     row = con.execute(
         "SELECT id, session_id, lines, bad_lines, unknown_records FROM files WHERE path = ?",
@@ -180,13 +205,14 @@ def file_summary(con: sqlite3.Connection, path: str) -> dict[str, Any] | None:
     )}  # fmt: skip
     if session_id is not None:
         ids.add(session_id)
-    sessions = sorted((session_summary(con, sid) for sid in ids), key=lambda s: str(s["uid"]))
+    sessions = sorted((session_summary(con, i, home) for i in ids), key=lambda s: str(s["uid"]))
     return {
         "lines": lines,
         "bad_lines": bad,
         "bad_line_reasons": reasons,
         "unknown_records": unknown,
         "events": events,
+        "events_digest": events_digest(con, "file_id = ?", file_id),
         "sessions": sessions,
     }
 
@@ -198,9 +224,10 @@ def summaries(world: World) -> dict[str, Any]:
     con = sqlite3.connect(f"file:{world.db}?mode=ro", uri=True)
     try:
         got: dict[str, Any] = {
-            r.fixture: file_summary(con, str(world.home / r.placed_at)) for r in ROWS
+            r.fixture: file_summary(con, str(world.home / r.placed_at), str(world.home))
+            for r in ROWS
         }
-        got[SESSIONS] = store_sessions(con)
+        got[SESSIONS] = store_sessions(con, str(world.home))
         return got
     finally:
         con.close()
