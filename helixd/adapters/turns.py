@@ -8,6 +8,7 @@ line adapters do (``toolkinds``): an edit, a test run, a failure, a rejection.  
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -172,7 +173,7 @@ class Turns:
             self.derived(done, "error", "error", "tool", text or "tool failed", is_error=True)
 
 
-class SessionTables(Turns):
+class SessionTables(Turns, ABC):
     """The turns of an agent database with a ``sessions`` and a ``messages`` table (Crush,
     legacy OpenCode, Goose), each row as the SQLite source hands it over: a line
     ``{"table", "row"}``.  Subclasses say what a row of each table makes."""
@@ -187,8 +188,10 @@ class SessionTables(Turns):
         else:
             self.unknown(record_type(table if table is not None else obj.get("type"), "table"))
 
+    @abstractmethod
     def session(self, offset: int, row: Mapping[str, Any]) -> None:
-        raise NotImplementedError
+        """A ``sessions`` row: the session's facts and its usage totals."""
 
+    @abstractmethod
     def message(self, offset: int, row: Mapping[str, Any]) -> None:
-        raise NotImplementedError
+        """A ``messages`` row: its turns' events."""
