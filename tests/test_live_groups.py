@@ -18,6 +18,7 @@ from helixd.adapters.declared import claude
 from helixd.core.commits import Commit
 from helixd.daemon.workqueue import RECONCILE, QueueStats, WorkQueue
 from helixd.ingest.pipeline import Ingestor, discover
+from helixd.sources.gate import Source
 from helixd.store.database import Store
 from tests.daemon_helpers import Helixd, line, project, wait_for
 
@@ -137,15 +138,7 @@ async def test_a_run_of_changed_files_commits_once_with_few_thread_hops(
     """The daemon's run of 40 changed files: every file's rows and cursor in one
     transaction (one commit, not one per few batches) and a handful of thread hops (the
     reads several files a hop, small batches prepared without a hop)."""
-    proj = project(tmp_path / "home")
-    files = [proj / f"{sid(i)}.jsonl" for i in range(40)]
-    for i, f in enumerate(files):
-        f.write_bytes(line(0, sid=sid(i)))
-    sources = list(discover([(claude.ADAPTER, proj.parent)]))
-    await Ingestor(store, workers=0).backfill(sources)
-    for i, f in enumerate(files):
-        with f.open("ab") as fh:
-            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    sources = await _ingested_then_appended(store, tmp_path, 40)
     commits: list[Commit] = []
     store.on_commit = commits.append
     counting = CountingExecutor(max_workers=4)
@@ -158,7 +151,7 @@ async def test_a_run_of_changed_files_commits_once_with_few_thread_hops(
     rows = await store.db.execute("SELECT count(*), count(DISTINCT file_id) FROM events")
     assert rows == [(120, 40)]
     offsets = dict(await store.db.execute("SELECT path, offset FROM files"))
-    assert all(offsets[str(f)] == f.stat().st_size for f in files)
+    assert all(offsets[str(f)] == f.stat().st_size for f in map(Path, (s.path for s in sources)))
 
 
 async def test_a_live_run_whose_commit_fails_raises_and_does_not_hang(tmp_path: Path) -> None:
@@ -230,15 +223,8 @@ async def test_a_live_batch_writes_its_cursor_with_its_counters_and_reuses_next_
     counters in one statement, was two) and takes the session's ``next_seq`` from the
     upsert that returned it (was a second look-up): the rows are those of before — seqs
     without gaps, counters and cursor right."""
-    proj = project(tmp_path / "home")
-    files = [proj / f"{sid(i)}.jsonl" for i in range(5)]
-    for i, f in enumerate(files):
-        f.write_bytes(line(0, sid=sid(i)))
-    sources = list(discover([(claude.ADAPTER, proj.parent)]))
-    await Ingestor(store, workers=0).backfill(sources)
-    for i, f in enumerate(files):
-        with f.open("ab") as fh:
-            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    sources = await _ingested_then_appended(store, tmp_path, 5)
+    files = [Path(s.path) for s in sources]
     statements: list[str] = []
     await store.call(lambda con: con.set_trace_callback(statements.append))
     try:
@@ -293,3 +279,18 @@ async def test_a_live_read_reads_the_head_of_each_file_once(
     rows = await store.db.execute("SELECT generation, offset, size FROM files ORDER BY path")
     assert [r[0] for r in rows] == [0, 0, 1]
     assert all(offset == size for _, offset, size in rows)
+
+
+async def _ingested_then_appended(store: Store, tmp_path: Path, n: int) -> list[Source]:
+    """``n`` Claude sessions of one line each, ingested, then two lines appended to each:
+    the changed files a daemon's live run gets."""
+    proj = project(tmp_path / "home")
+    files = [proj / f"{sid(i)}.jsonl" for i in range(n)]
+    for i, f in enumerate(files):
+        f.write_bytes(line(0, sid=sid(i)))
+    sources = list(discover([(claude.ADAPTER, proj.parent)]))
+    await Ingestor(store, workers=0).backfill(sources)
+    for i, f in enumerate(files):
+        with f.open("ab") as fh:
+            fh.write(line(1, "assistant", sid=sid(i)) + line(2, sid=sid(i)))
+    return sources
