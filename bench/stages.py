@@ -130,7 +130,7 @@ def main() -> int:
         }
     )
     from helixd.ingest import digest, pipeline
-    from helixd.store import database, search_write, usage_write, writer
+    from helixd.store import batch, database, search_write, usage_write, writer
 
     if args.workers is not None:
         pipeline.default_workers = lambda: args.workers
@@ -142,7 +142,7 @@ def main() -> int:
     timed(writer.Writer, "_insert_session_events", "  events rows")
     timed(search_write.SearchIndexWriter, "flush", "  full-text flush (in commit)")
     timed(writer.Writer, "commit_transaction", "  COMMIT (pages to the WAL, checkpoints)")
-    timed(writer.Batch, "prepare", "zstd + rows (executor threads)")
+    timed(batch.Batch, "prepare", "zstd + rows (executor threads)")
     timed_async(pipeline.Ingestor, "backfill", "backfill (event loop)")
     timed_async(digest, "analyze", "digests (event loop)")
 

@@ -14,7 +14,7 @@ from helixd.core.records import Parsed
 from helixd.sources import bundle, sqlite
 from helixd.sources.gate import Source
 from helixd.store import agentdb
-from helixd.store.writer import _merge_infos
+from helixd.store.batch import merge_infos
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -106,6 +106,6 @@ def normalise(outs: Sequence[Parsed]) -> dict[str, Any]:
         "usage": sorted(repr(u) for p in outs for u in p.usage),
         "bad": sorted((b.offset, b.length) for p in outs for b in p.bad),
         "unknown": dict(unknown),
-        "sessions": _merge_infos(s for p in outs for s in p.sessions),
+        "sessions": merge_infos(s for p in outs for s in p.sessions),
         "lines": sum(p.lines for p in outs),
     }

@@ -188,16 +188,16 @@ async def test_a_live_run_with_an_event_no_row_can_be_made_of_quarantines_that_l
     """A small live batch is prepared on the loop: an event that cannot become a row must
     not end the run (the file would never be read again); the write prepares the batch
     again and quarantines that one line, the others are stored and the cursor moves on."""
-    from helixd.store import salvage, writer
+    from helixd.store import batch, salvage
 
-    real = writer.prepare_event
+    real = batch.prepare_event
 
     def refuse_poison(ev: Any) -> Any:
         if "poison" in str(getattr(ev, "body", "") or ""):
             raise TypeError("no row for this event")
         return real(ev)
 
-    monkeypatch.setattr(writer, "prepare_event", refuse_poison)
+    monkeypatch.setattr(batch, "prepare_event", refuse_poison)
     monkeypatch.setattr(salvage, "prepare_event", refuse_poison)
     proj = project(tmp_path / "home")
     f = proj / f"{sid(0)}.jsonl"

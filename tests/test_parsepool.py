@@ -22,8 +22,8 @@ from helixd.adapters.guard import parse_total
 from helixd.ingest import digest
 from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
+from helixd.store.batch import compress_raw, prepare_event
 from helixd.store.database import Store, now_ms
-from helixd.store.writer import compress_raw, prepare_event
 from tests.db_snapshot import snapshot
 from tests.secret_corpus import FAMILIES, enc
 from tests.test_ingest import record, session_file

@@ -31,8 +31,8 @@ from helixd.core.timeparse import iso, parse_ts
 from helixd.core.values import TS_MAX_MS, TS_MIN_MS
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.ingest.renormalize import renormalize
+from helixd.store.batch import prepare_event
 from helixd.store.database import Batch, Store
-from helixd.store.writer import prepare_event
 from tests.conftest import REPO, RunCli, cli_env
 from tests.daemon_helpers import Helixd, wait_for
 from tests.db_snapshot import snapshot

@@ -7,7 +7,7 @@ import threading
 
 import zstandard
 
-from helixd.store.writer import _compressor
+from helixd.store.batch import _compressor
 
 
 def test_one_compressor_per_thread_gives_whole_frames() -> None:

@@ -49,6 +49,7 @@ NEVER = (
     "helixd.config",
     "helixd.ingest",
     "helixd.store.writer",
+    "helixd.store.batch",
     "helixd.store.database",
     "helixd.store.probe",
 )
@@ -168,6 +169,7 @@ RESCAN_NEVER = (
     "hashlib",
     "helixd.ingest.pipeline",
     "helixd.store.writer",
+    "helixd.store.batch",
     "helixd.store.database",
     # issue 16: what costs the no-change re-scan ~20 ms of imports and it does without —
     # dataclasses (and the inspect, dis, tokenize it loads: the declarations, sources and

@@ -39,7 +39,7 @@ from helixd.adapters import Chunk, FileContext, adapter_named
 from helixd.adapters.guard import parse_total
 from helixd.core.records import Parsed, UsageFact
 from helixd.core.redact import redact
-from helixd.store.writer import Prepared, compress_raw, prepare_event
+from helixd.store.batch import Prepared, compress_raw, prepare_event
 
 if TYPE_CHECKING:
     from helixd.core.pricing import PriceTable

@@ -44,9 +44,9 @@ from helixd.store import (
     replay_write,
     writer,
 )
+from helixd.store.batch import Batch
 from helixd.store.faults import SQLITE_MAGIC, StoreError, StoreFault, classify
 from helixd.store.schema import MIGRATIONS
-from helixd.store.writer import Batch
 
 __all__ = ["Batch", "Store", "StoreError", "StoreFault", "classify"]
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from helixd.store.batch import Batch
 from helixd.store.salvage import refused_value, write_batch_total
-from helixd.store.writer import Batch, Writer
+from helixd.store.writer import Writer
 
 
 def replay(

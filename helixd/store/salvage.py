@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from helixd.core.records import BadLine, SessionInfo, UsageFact
-from helixd.store.writer import ROW_OFFSET, Batch, Prepared, batch_owner, prepare_event, record_uids
+from helixd.store.batch import ROW_OFFSET, Batch, Prepared, batch_owner, prepare_event, record_uids
 
 if TYPE_CHECKING:
     from helixd.store.writer import Writer
