@@ -2,6 +2,9 @@
 
 The only place that wires edges together: settings -> logs -> lock -> store -> watcher ->
 work queue -> one ingest worker -> scheduler.  All tasks live in one TaskGroup.
+This module holds the wiring, the run loop, the signals and SIGHUP's reload; the daemon's
+other jobs are the layers ``Daemon`` builds on, one module each (``state``, ``storewatch``,
+``statusloop``, ``dispatch``, ``jobs``, ``webface``), and ``sweep`` is ``helixd --once``.
 
 * ``helixd`` runs in the foreground (the service manager daemonizes); ``helixd --once``
   does one full sweep (ingest + digests) and exits.
@@ -26,50 +29,40 @@ import contextlib
 import os
 import resource
 import signal
-import sqlite3
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 
 from helixd import __version__, config, logs, paths
-from helixd.adapters.hooktargets import hook_agent
 from helixd.adapters.registry import REGISTRY
-from helixd.adapters.toolkinds import hook_activity
-from helixd.core import protocol
-from helixd.core.attribution import Naming
 from helixd.core.commits import CommitHub
-from helixd.daemon import webhost
 from helixd.daemon.control import Control
 from helixd.daemon.health import FileFailures, StoreHealth
-from helixd.daemon.hookactivity import HookActivity, masked_row
-from helixd.daemon.notify import notify, watchdog_interval
+from helixd.daemon.hookactivity import HookActivity
+from helixd.daemon.jobs import fleet_target
+from helixd.daemon.notify import notify
 from helixd.daemon.pidlock import AlreadyRunning, PidLock
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.status import StatusFile
 from helixd.daemon.storeguard import StoreGuard
+from helixd.daemon.sweep import sweep
 from helixd.daemon.watcher import Watcher
-from helixd.daemon.worker import CHECK_STORE, SCAN_DIR, SESSION_END, Limits, Worker
+from helixd.daemon.webface import WebFace
+from helixd.daemon.worker import SCAN_DIR, Worker
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
-from helixd.fleet.job import FleetJob
-from helixd.fleet.target import Target, target_from
-from helixd.ingest import digest, eviction
-from helixd.ingest.pipeline import Ingestor, discover
-from helixd.ingest.renormalize import renormalize
-from helixd.sources.gate import NOT_CLAIMED, Gate, Refused, open_regular
-from helixd.store import walcheck
-from helixd.store.database import Store, now_ms
-from helixd.store.faults import StoreFault, classify
+from helixd.sources.gate import Gate
 from helixd.store.projects import known_projects
 
 log = structlog.get_logger("helixd")
-STATUS_EVERY = 2.0
 
 
-class Daemon:
+class Daemon(WebFace):
+    """The composition root: builds the parts (``DaemonState``'s attributes) and runs them
+    in one TaskGroup until a signal; SIGHUP re-reads the configuration and the roots."""
+
     def __init__(
         self, settings: config.Settings, config_path: Path | None, lock: PidLock | None = None
     ) -> None:
@@ -90,8 +83,8 @@ class Daemon:
         pairs = self._pairs()
         self.index = Gate(pairs)
         self._roots_key = [(a.name, os.fspath(r)) for a, r in pairs]  # as the index was built
-        self.watcher: Watcher | None = None
-        self.status_error: dict[str, Any] | None = None
+        self.watcher = None
+        self.status_error = None
         self.worker = Worker(
             settings.store.db,
             self.queue,
@@ -106,9 +99,9 @@ class Daemon:
         self.worker.before_scan = self._refresh_roots
         self.hub = CommitHub()  # the writer's commits, for the live feed (and whoever listens)
         self.guard.on_open = self._opened
-        self.web: Any = None
-        self._background: set[asyncio.Task[Any]] = set()
-        self.fleet: FleetJob | None = None
+        self.web = None
+        self._background = set()
+        self.fleet = None
         self.status = StatusFile(settings.store.db)
         self.control = Control(self._request)
         self.socket = paths.socket_path()
@@ -172,47 +165,6 @@ class Daemon:
             await self._close()
         log.info("stopped")
         return 0
-
-    async def _serve_web(self) -> None:
-        """The web face, once the worker and the status are running.  (Its modules are
-        imported here, on the loop: imported in a worker thread, the background
-        re-normalization at start failed — tests/test_renormalize.py.)"""
-        if not self.settings.web.enabled:
-            return
-        await asyncio.sleep(0)  # the other tasks take their first step
-        webhost.preload()
-        if self.stop_event.is_set():
-            return
-        self.web = self._start_web()
-        if self.web is not None:
-            await self.web.serve()
-
-    def _start_web(self) -> Any:
-        """The HTTP API and dashboard (``[web]``), or None (disabled, or the port is taken:
-        the daemon goes on without it)."""
-        w = self.settings.web
-
-        async def import_now() -> dict[str, Any]:
-            self.queue.put(RECONCILE)
-            return {"queued": ["reconcile"]}
-
-        async def renormalize_now() -> dict[str, Any]:
-            task = asyncio.create_task(self.scheduler.run_now("renormalize", self._job_renormalize))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-            return {"queued": ["renormalize"]}
-
-        return webhost.start(
-            enabled=w.enabled,
-            host=w.host,
-            port=w.port,
-            allowed_hosts=w.allowed_hosts,
-            store_db=self.settings.store.db,
-            prices=self.prices,
-            hub=self.hub,
-            actions={"import": import_now, "renormalize": renormalize_now},
-            status=self.snapshot,
-        )
 
     async def _drain(self, worker: asyncio.Task[None]) -> None:
         """Let the item in flight finish (its batches commit), then cancel the worker."""
@@ -292,332 +244,11 @@ class Daemon:
             return None
         return gate
 
-    def _schedule_jobs(self) -> None:
-        """Jobs from the configuration.  While a root cannot be watched (watching is off, or
-        an inotify limit was hit) the reconcile scan runs at the fallback interval."""
-        d = self.settings.daemon
-        blind = not d.watch or bool(self.watcher and self.watcher.failed)
-        interval = (
-            min(d.reconcile_seconds, d.fallback_scan_seconds) if blind else (d.reconcile_seconds)
-        )
-        self.scheduler.add("reconcile", self._job_reconcile, interval)
-        self.scheduler.add("analyze", self._job_analyze, d.analyze_seconds)
-        self.scheduler.add("evict", self._job_evict, d.evict_seconds)
-        self.scheduler.add("renormalize", self._job_renormalize, d.renormalize_seconds)
-        try:
-            target = fleet_target(self.settings)
-        except config.ConfigError as exc:  # the password file changed since it was checked
-            log.error("fleet_off", error=str(exc))
-            target = None
-        if target is not None:
-            f = self.settings.fleet
-            self.fleet = FleetJob(
-                target,
-                __version__,
-                f.push_seconds,
-                f.retry_max_seconds,
-                lambda seconds: self.scheduler.reschedule("fleet", seconds),
-            )
-            self.scheduler.add("fleet", self._job_fleet, f.push_seconds)
-        else:
-            self.fleet = None
-
-    async def _job_fleet(self) -> dict[str, Any]:
-        """Push the fleet outbox (docs/operations.md, "Fleet")."""
-        if self.fleet is None:  # [fleet] removed by a reload
-            return {"off": True}
-        async with self.guard.use() as store:
-            return await self.fleet(store)
-
-    async def _job_reconcile(self) -> str:
-        self.queue.put(RECONCILE)
-        await self.scheduler.run_now("spool", self._drain_spool)  # if it failed at start
-        return "queued"
-
-    async def _job_evict(self) -> dict[str, Any]:
-        """The retention pass (design spec §5); it may ask for an analysis first."""
-        async with self.guard.use() as store:
-            return await eviction.evict_pass(
-                store, self.settings.retention, now_ms(), lambda: self._analyze(store)
-            )
-
-    async def _job_renormalize(self) -> dict[str, Any]:
-        """Low priority: rebuild, group by group, the rows an older adapter version made
-        (from the stored raw lines); stops while files wait to be ingested."""
-        async with self.guard.use() as store:
-            stats = await renormalize(store, REGISTRY, should_stop=self.queue.busy)
-            if stats.groups:
-                await self._analyze(store)
-            return stats.as_dict()
-
-    async def _renormalize_when_idle(self) -> None:
-        """Once after start, as soon as the catch-up ingest is done."""
-        await asyncio.sleep(0.5)
-        await self.queue.wait_idle()
-        await self.scheduler.run_now("renormalize", self._job_renormalize)
-
-    async def _job_analyze(self) -> int:
-        async with self.guard.use() as store:
-            return await self._analyze(store)
-
-    async def _analyze(self, store: Store, max_events: int | None = None) -> int:
-        """Rebuild the digests that are stale (``max_events``: only of sessions that small;
-        the scheduled pass takes the big ones, since a digest costs O(session))."""
-        idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
-        now = now_ms()
-        ids = await store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(
-            store, ids, now, idle_ms, self.prices, Naming.from_settings(self.settings.repos)
-        )
-
-    def _limits(self) -> Limits:
-        s = self.settings
-        return Limits(s.ingest.chunk_bytes, s.ingest.max_line_bytes, s.daemon.max_read_bytes)
-
-    # -- faults ----------------------------------------------------------------------------
-    async def _open_store(self) -> None:
-        """Open the store at start; an unusable store is reported and retried by the
-        worker (the daemon runs on, its queue waits)."""
-        try:
-            async with self.guard.use():
-                pass
-        except StoreFault as fault:
-            self.health.failed("ingest", fault)
-
-    def _job_failed(self, name: str, exc: BaseException) -> float | None:
-        """A scheduled job failed: a store fault is retried after a backoff."""
-        fault = classify(exc, self.settings.store.db)
-        if fault is None:
-            return None
-        self.guard.noted(fault)
-        return self.health.failed(name, fault)
-
-    def _opened(self, store: Store) -> None:
-        """Each store the guard opens (at start, or again after a fault) tells the hub of
-        its commits (the live feed of the web face)."""
-        store.on_commit = self.hub.publish
-
-    def _reopened(self, reason: str) -> None:
-        """The store was put back, replaced or reopened: re-check every source against it
-        (a restored or adopted store may hold older cursors) and retake the pid lock."""
-        if self.lock is not None and self.lock.refresh():
-            log.warning("pid_lock_retaken", path=str(self.lock.path))
-        self.queue.put(RECONCILE)
-
-    def _watch_store(self) -> None:
-        """Each status tick: the store file still the one open, still usable?  A change is
-        handled by the worker (``CHECK_STORE``), which owns the store."""
-        fault = self.guard.check()
-        if fault is not None:
-            if "watch" not in self.health.failing or (
-                self.health.failing["watch"].fault.kind != fault.kind
-            ):
-                self.health.failed("watch", fault)
-            self.queue.put(CHECK_STORE)
-        elif "watch" in self.health.failing and self.guard.store is not None:
-            self.health.ok("watch")
-        if self.lock is not None and self.lock.refresh():
-            log.warning("pid_lock_retaken", path=str(self.lock.path))
-
-    async def _request(self, req: protocol.Request) -> dict[str, Any]:
-        """One control-socket request (see ``docs/socket-protocol.md``)."""
-        if req.op == "ping":
-            return {"pong": True, "pid": os.getpid(), "version": __version__}
-        if req.op == "status":
-            return {"status": self.snapshot()}
-        if req.op == "rescan":
-            self.queue.put(RECONCILE)
-            self.worker.wake.set()
-            return {"queued": ["reconcile"]}
-        if req.op == "flush":
-            try:
-                await asyncio.wait_for(self.queue.wait_idle(), req.timeout or 30)
-            except TimeoutError:
-                fault = self.health.fault
-                why = f": {fault}" if fault else ""
-                raise protocol.ProtocolError(
-                    f"flush timed out; the queue is still busy{why}"
-                ) from None
-            return {"idle": True}
-        return await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
-
-    async def _keep_hook_activity(
-        self, agent: str | None, sid: str | None, activity: tuple[str, str | None, str, str]
-    ) -> None:
-        """A hook's shell command or edit, redacted, into ``hook_events`` (Tier 2: Hegel's
-        hook activity per phase); the time is when it arrived.  Never fails the hook, never
-        waits for a store recovery: activity met by a store fault is held and written once
-        the store takes writes again (``helixd/daemon/hookactivity.py``)."""
-        if agent is None or agent not in {a.name for a, _ in self.index.configured}:
-            return  # an agent not read here (unknown, or disabled): nothing of it is kept
-        await self.hook_activity.keep(self.guard.store, masked_row(now_ms(), agent, sid, activity))
-
-    async def _hook(self, agent: str | None, payload: dict[str, Any]) -> dict[str, Any]:
-        """An agent's hook ping: read its transcript now; a session end closes the session.
-        A payload sent without naming its agent is attributed by its transcript's root.
-        The path passes the gate (in a thread): one outside the roots, not a file the
-        agent writes, or in another agent's root is refused (said in the reply) and a
-        reconcile scan is queued instead."""
-        path = protocol.transcript_path(payload)
-        queued: list[str] = []
-        reply: dict[str, Any] = {}
-        src = None
-        if path:
-            try:
-                src = await asyncio.to_thread(self.index.admit, path)
-                if agent and src.adapter.name != agent:
-                    raise Refused(path, NOT_CLAIMED, f"in {src.adapter.name}'s root, not {agent}'s")
-            except Refused as exc:
-                src = None
-                reply["refused"] = str(exc)
-                log.warning("hook_path_refused", agent=agent, path=path[:500], reason=exc.reason)
-        if src is not None:
-            agent = agent or src.adapter.name
-            self.queue.put(src.path)
-            queued.append(src.path)
-        else:  # no usable path (Codex notify, Grok, Gemini): a stat scan finds what changed
-            self.queue.put(RECONCILE)
-            queued.append("reconcile")
-        sid = protocol.session_id(payload)
-        activity = hook_activity(payload)
-        if activity is not None:
-            await self._keep_hook_activity(agent, sid, activity)
-        ended = bool(sid and agent) and protocol.session_ended(payload)
-        if ended:  # applied by the worker after the transcript queued above was read
-            self.queue.put(f"{SESSION_END}{agent}:{sid}")
-        return {"queued": queued, "session_end": ended, **reply}
-
-    async def _drain_spool(self) -> None:
-        """Hook messages written while the daemon was down are served now, then dropped
-        (read in a thread, opened like a source: a FIFO there cannot stall the start).  A
-        drain that failed midway (an unreadable state folder) is taken up again by the
-        next reconcile job, its file first."""
-        spool = paths.spool_path()
-        taken = spool.with_name(spool.name + ".draining")
-        if not taken.exists():
-            try:
-                os.replace(spool, taken)
-            except FileNotFoundError:
-                return
-        try:
-            data = await asyncio.to_thread(_read_all, taken)
-        except Refused as exc:
-            log.error("spool_unreadable", path=str(taken), error=str(exc))
-            data = b""
-        served = 0
-        for line in data.splitlines():
-            with contextlib.suppress(protocol.ProtocolError):
-                req = protocol.decode(line)
-                if req.op == "hook":
-                    await self._hook(hook_agent(req.agent, req.payload, req.env), req.payload)
-                    served += 1
-        taken.unlink()
-        log.info("spool_drained", messages=served)
-
     def _scan_dir(self, path: str) -> None:
         """A directory appeared inside a root: queue a scan of what is already in it
         (``mkdir -p`` followed by a write can beat the new watch); the worker walks it in
         a thread."""
         self.queue.put(SCAN_DIR + path)
-
-    def snapshot(self) -> dict[str, Any]:
-        q = self.queue.statistics()
-        return {
-            "pid": os.getpid(),
-            "version": __version__,
-            "started_at": self.started,
-            "store": str(self.settings.store.db),
-            "roots": self.watcher.describe() if self.watcher else {},
-            "queue": {
-                "pending": q.pending,
-                "in_progress": q.in_progress,
-                "processed": q.processed,
-                "deferred": q.deferred,
-            },
-            "ingest": {**self.worker.totals, "unreadable": self.worker.unreadable_summary()},
-            "jobs": self.scheduler.describe(),
-            "store_fault": self.health.describe(),
-            "store_identity": self.guard.store.identity if self.guard.store else None,
-            "failing_files": self.files.describe(),
-            "hook_activity": {
-                "held": len(self.hook_activity.held),
-                "dropped": self.hook_activity.dropped,
-            },
-            "status_file_error": self.status_error,
-            "web": self.web.describe() if self.web else None,
-            "updated_at": time.time(),
-        }
-
-    async def _status_loop(self) -> None:
-        """Watch the store file and publish the daemon's state for ``helixctl status`` when
-        it changed (nothing is written while idle).  A status file that cannot be written
-        (a full disk, a removed folder) is retried on the next tick; the daemon goes on."""
-        last: Any = None
-        while True:
-            try:
-                self._watch_store()
-                if self.hook_activity.held and self.guard.store is not None:
-                    await self.hook_activity.flush(self.guard.store)  # the store is back
-                await self._checkpoint_when_written()
-                snap = self.snapshot()
-                key = orjson.dumps(
-                    {k: v for k, v in snap.items() if k not in ("updated_at", "status_file_error")},
-                    default=str,
-                )
-                if key != last:
-                    await self._publish(snap)
-                    last = key if self.status_error is None else None
-            except Exception as exc:  # the loop itself must never end
-                log.error("status_loop_failed", error=str(exc), exc_info=exc)
-            await asyncio.sleep(STATUS_EVERY)
-
-    async def _checkpoint_when_written(self) -> None:
-        """A passive checkpoint off the writer's commit path, when the worker wrote since
-        the last tick (``store.walcheck``); nothing at rest.  A failure is only logged:
-        the writer's own automatic checkpoint remains."""
-        written = self.worker.totals["bytes_read"]
-        if written == self._checkpointed_at or self.guard.store is None:
-            return
-        self._checkpointed_at = written
-        try:
-            done = await asyncio.to_thread(walcheck.checkpoint, self.settings.store.db)
-        except sqlite3.Error as exc:
-            log.warning("checkpoint_failed", error=str(exc))
-            return
-        if done is not None:
-            log.debug("checkpoint", frames=done[0], copied=done[1])
-
-    async def _publish(self, snap: dict[str, Any]) -> None:
-        try:
-            await asyncio.to_thread(self.status.write, snap)
-        except OSError as exc:
-            fault = classify(exc, self.settings.store.db)
-            error = str(fault) if fault else f"{type(exc).__name__}: {exc}"
-            if self.status_error is None or self.status_error["error"] != error:
-                log.warning("status_write_failed", path=str(self.status.path), error=error)
-                self.status_error = {
-                    "path": str(self.status.path),
-                    "error": error,
-                    "since": time.time(),
-                }
-            return
-        if self.status_error is not None:
-            log.info("status_write_recovered", path=str(self.status.path))
-            self.status_error = None
-        notify(f"STATUS=queue {snap['queue']['pending']}, {snap['ingest']['bytes_read']} bytes")
-
-    async def _watchdog_loop(self) -> None:
-        interval = watchdog_interval()
-        if interval is None:
-            return
-        while True:
-            notify("WATCHDOG=1")
-            await asyncio.sleep(interval)
-
-
-def _read_all(path: Path) -> bytes:
-    with open_regular(path) as f:
-        return f.read()
 
 
 def _raise_fd_limit() -> None:
@@ -629,52 +260,8 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def fleet_target(settings: config.Settings) -> Target | None:
-    """Where the fleet job pushes (None: no ``[fleet]`` dsn); ConfigError when the password
-    file cannot be used."""
-    from helixd.fleet.secret import SecretError
-
-    try:
-        return target_from(settings.fleet)
-    except SecretError as exc:
-        raise config.ConfigError(str(exc)) from None
-
-
 class _Stop(Exception):
     """Leaves the TaskGroup so that its other tasks are cancelled."""
-
-
-async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
-    """One full sweep (design spec §8): every file once, the digests of what changed, then
-    the retention pass (unless ``evict`` is false)."""
-    store = await Store.open(settings.store.db)
-    try:
-        projects = known_projects(settings.store.db)
-        pairs = config.agent_roots(settings, REGISTRY, os.environ, Path.home(), projects)
-        stats = await Ingestor(
-            store,
-            chunk_bytes=settings.ingest.chunk_bytes,
-            max_line_bytes=settings.ingest.max_line_bytes,
-        ).backfill(discover(pairs))
-        idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
-        now = now_ms()
-        built = await digest.analyze(
-            store,
-            await store.sessions_to_analyze(now, idle_ms),
-            now,
-            idle_ms,
-            config.price_table(settings),
-            Naming.from_settings(settings.repos),
-        )
-        evicted: dict[str, Any] = {}
-        if evict:
-            done = await eviction.sweep_evict(store, settings, config.price_table(settings), now)
-            evicted = {"evicted_bytes": done.get("bytes_freed", 0), "tier1": done["usage_after"]}
-        await store.checkpoint()
-        log.info("sweep_done", digests=built, **evicted, **stats.as_dict())
-    finally:
-        await store.close()
-    return 0
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -724,25 +311,13 @@ def main(argv: list[str] | None = None) -> None:
         log.warning("pid_lock_unavailable", path=str(lock.path), error=str(exc))
     try:
         code = (
-            _once(settings, evict=not no_evict)
+            sweep(settings, evict=not no_evict)
             if once
             else asyncio.run(Daemon(settings, config_path, lock).run())
         )
     finally:
         lock.release()
     sys.exit(code)
-
-
-def _once(settings: config.Settings, evict: bool = True) -> int:
-    """``helixd --once``: exit 3 with one line when the store cannot be used."""
-    try:
-        return asyncio.run(run_once(settings, evict=evict))
-    except Exception as exc:
-        fault = classify(exc, settings.store.db)
-        if fault is None:
-            raise
-        print(f"helixd: {fault}", file=sys.stderr)
-        return 3
 
 
 if __name__ == "__main__":
