@@ -1,13 +1,17 @@
 """Shared helpers for the golden tests of the agents added by issue 16 part B: parse a
-fixture file whole, and ingest a root through the real pipeline into a real store."""
+fixture file whole, and ingest a root through the real pipeline into a real store; and the
+step ingest of the rollup tests (fixtures arriving a few files at a time)."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from helixd.adapters.base import Adapter, Chunk, FileContext
+from helixd.adapters.registry import REGISTRY
 from helixd.core.records import Parsed
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Store
@@ -29,6 +33,31 @@ def kinds(parsed: Parsed) -> dict[str, int]:
 
 async def ingest(store: Store, adapter: Adapter, root: Path) -> IngestStats:
     return await Ingestor(store).backfill(discover([(adapter, root)]))
+
+
+async def ingest_in_steps(
+    store: Store,
+    base: Path,
+    agents: tuple[str, ...],
+    every: int,
+    after_step: Callable[[], Awaitable[object]],
+) -> list[tuple[Adapter, Path]]:
+    """The agents' real fixture files arriving one at a time under ``base/<agent>/p0..p2``,
+    ingested after every ``every`` files of an agent (``after_step`` awaited after each of
+    those ingests), then all ingested once more.  Returns the (adapter, root) pairs."""
+    roots = {a.name: base / a.name for a in REGISTRY if a.name in agents}
+    pairs = [(a, roots[a.name]) for a in REGISTRY if a.name in roots]
+    for name, root in roots.items():
+        files = sorted((FIXTURES / name).rglob("*.jsonl"))
+        for i, f in enumerate(files):
+            dest = root / f"p{i % 3}" / f.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, dest)
+            if i % every == every - 1:
+                await Ingestor(store).backfill(discover(pairs))
+                await after_step()
+    await Ingestor(store).backfill(discover(pairs))
+    return pairs
 
 
 async def one(store: Store, sql: str, *args: object) -> Any:

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query.status import store_facts
 from helixd.store.database import Store, now_ms
 from helixd.store.status_totals import COUNTS, kept
 from helixd.store.tier1 import RAW_ROW_OVERHEAD
-from tests.conftest import FIXTURES
+from tests.agent_helpers import ingest_in_steps
 
 STATUS_SCANS = (
     "SELECT path, offset, gone_at FROM files",
@@ -50,18 +49,13 @@ def store_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp / "claude"
 
     async def build() -> None:
-        pairs = [(a, root) for a in REGISTRY if a.name == "claude"]
         store = await Store.open(tmp / "s.db")
+
+        async def check() -> None:
+            _totals_match(store.path)
+
         try:
-            files = sorted((FIXTURES / "claude").rglob("*.jsonl"))
-            for i, f in enumerate(files):
-                dest = root / f"p{i % 3}" / f.name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(f, dest)
-                if i % 6 == 5:
-                    await Ingestor(store).backfill(discover(pairs))
-                    _totals_match(store.path)
-            await Ingestor(store).backfill(discover(pairs))
+            pairs = await ingest_in_steps(store, tmp, ("claude",), 6, check)
             await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
             _totals_match(store.path)
             grown = next(root.rglob("*.jsonl"))

@@ -24,6 +24,7 @@ from helixd.store import metrics_queries as mq
 from helixd.store import signal_queries as sq
 from helixd.store import usage_days
 from helixd.store.database import Store, now_ms
+from tests.agent_helpers import ingest_in_steps
 from tests.conftest import FIXTURES
 
 DAY_MS = 86_400_000
@@ -50,20 +51,13 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("usage-days")
 
     async def build() -> None:
-        roots = {a.name: tmp / a.name for a in REGISTRY if a.name in ("claude", "codex")}
-        pairs = [(a, roots[a.name]) for a in REGISTRY if a.name in roots]
         store = await Store.open(tmp / "s.db")
+
+        async def check() -> None:
+            _days_match_the_buckets(store.path)
+
         try:
-            for name, root in roots.items():
-                files = sorted(p for p in (FIXTURES / name).rglob("*.jsonl"))
-                for i, f in enumerate(files):
-                    dest = root / f"p{i % 3}" / f.name
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(f, dest)
-                    if i % 4 == 3:
-                        await Ingestor(store).backfill(discover(pairs))
-                        _days_match_the_buckets(store.path)
-            await Ingestor(store).backfill(discover(pairs))
+            await ingest_in_steps(store, tmp, ("claude", "codex"), 4, check)
             await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
         finally:
             await store.close()

@@ -5,20 +5,17 @@ with and without a time range, on a real store."""
 from __future__ import annotations
 
 import random
-import shutil
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from helixd.adapters.registry import REGISTRY
 from helixd.ingest import digest
-from helixd.ingest.pipeline import Ingestor, discover
 from helixd.query import metrics, open_reader, signal_metrics
 from helixd.store import signal_queries as sq
 from helixd.store import tool_rollup
 from helixd.store.database import Store, now_ms
-from tests.conftest import FIXTURES
+from tests.agent_helpers import ingest_in_steps
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -106,23 +103,14 @@ async def test_tool_call_hours_equal_the_calls_on_the_real_corpus(tmp_path: Path
     """Incremental == batch: analyzed in several passes as files arrive (and a session
     analyzed again), the rollup equals a GROUP BY over the calls; the tool figures from it
     equal those from the calls themselves."""
-    roots = {a.name: tmp_path / a.name for a in REGISTRY if a.name in ("claude", "codex")}
-    pairs = [(a, roots[a.name]) for a in REGISTRY if a.name in roots]
     store = await Store.open(tmp_path / "s.db")
+
+    async def analyze_and_check() -> None:
+        await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
+        _rollup_matches_the_calls(store.path)
+
     try:
-        for name, root in roots.items():
-            files = sorted(p for p in (FIXTURES / name).rglob("*.jsonl"))
-            for i, f in enumerate(files):
-                dest = root / f"p{i % 3}" / f.name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(f, dest)
-                if i % 4 == 3:
-                    await Ingestor(store).backfill(discover(pairs))
-                    await digest.analyze(
-                        store, await store.session_ids_changed_since_analysis(), now_ms()
-                    )
-                    _rollup_matches_the_calls(store.path)
-        await Ingestor(store).backfill(discover(pairs))
+        await ingest_in_steps(store, tmp_path, ("claude", "codex"), 4, analyze_and_check)
         await digest.analyze(store, await store.session_ids_changed_since_analysis(), now_ms())
         assert _rollup_matches_the_calls(store.path) > 20
     finally:
