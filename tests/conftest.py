@@ -84,23 +84,31 @@ def short_socket(db: Path) -> Path:
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 
+def run_helixctl(
+    args: tuple[str, ...], env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The real ``helixctl`` in a subprocess (text out); with ``check``, a non-zero exit is an
+    AssertionError that shows its stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "helixd.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helixctl {args} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
 @pytest.fixture
 def helixctl(home: Path, tmp_path: Path) -> RunCli:
     """Run the real ``helixctl`` in a subprocess against ``home`` and a temp store."""
     db = tmp_path / "cli-store" / "helix.db"
 
     def run(*args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli.main", *args],
-            env=cli_env(home, db, **extra),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"helixctl {args} -> {proc.returncode}\n{proc.stderr}")
-        return proc
+        return run_helixctl(args, cli_env(home, db, **extra), check)
 
     run.db = db  # type: ignore[attr-defined]
     run.env = cli_env(home, db)  # type: ignore[attr-defined]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from helixd.core.attribution import (
     without_credentials,
 )
 from helixd.sources import gitrepo
-from tests.conftest import REPO, cli_env
+from tests.conftest import cli_env, run_helixctl
 
 PATTERNS = Naming().compiled()
 
@@ -221,15 +220,7 @@ def test_sessions_in_worktrees_and_subdirectories_are_one_repo(
     db = tmp_path / "helix.db"
 
     def helixctl(*args: str) -> Any:
-        proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli.main", *args],
-            env=cli_env(home, db),
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stderr
+        proc = run_helixctl(args, cli_env(home, db))
         return orjson.loads(proc.stdout) if "--json" in args else proc.stdout
 
     helixctl("ingest", "--json")
@@ -338,16 +329,7 @@ def test_sessions_and_commits_are_correlated(tmp_path: Path) -> None:
     env = cli_env(home, db)
 
     def helixctl(*args: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli.main", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
+        return run_helixctl(args, env).stdout
 
     helixctl("ingest", "--json")
     d = orjson.loads(helixctl("lookup", f"claude:{sid}", "--json"))

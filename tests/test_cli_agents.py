@@ -29,7 +29,7 @@ import orjson
 import pytest
 
 from helixd.adapters.registry import REGISTRY
-from tests.conftest import FIXTURES, REPO, cli_env
+from tests.conftest import FIXTURES, REPO, cli_env, run_helixctl
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -103,17 +103,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = cli_env(home, base / "store" / "helix.db")
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli.main", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"helixctl {args} -> {proc.returncode}\n{proc.stderr}")
-        return proc
+        return run_helixctl(args, env, check)
 
     first = orjson.loads(run("ingest", "--json").stdout)
     return {"home": home, "files": files, "run": run, "first": first}
