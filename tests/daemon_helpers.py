@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -141,3 +143,21 @@ def stored_digest(db: Path, uid: str) -> dict[str, object] | None:
     finally:
         con.close()
     return orjson.loads(row[0]) if row else None
+
+
+def exchange(path: str, data: bytes, timeout: float = 10.0) -> list[dict[str, object]]:
+    """Send raw bytes to a control socket, half-close, and return every reply line read until
+    the daemon closes (a refusing daemon may answer and close before reading what was sent:
+    its reply is still read)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except BrokenPipeError:
+            pass
+        buf = b""
+        while chunk := s.recv(65536):
+            buf += chunk
+    return [json.loads(x) for x in buf.splitlines() if x.strip()]

@@ -17,27 +17,20 @@ import orjson
 import pytest
 
 from tests.conftest import FIXTURES, REPO
-from tests.daemon_helpers import CODEX, SID, Helixd, line, project, stored_digest, wait_for
+from tests.daemon_helpers import (
+    CODEX,
+    SID,
+    Helixd,
+    exchange,
+    line,
+    project,
+    stored_digest,
+    wait_for,
+)
 
 
 def sock_of(d: Helixd) -> str:
     return d.env["HELIX_SOCKET"]
-
-
-def talk(path: str, data: bytes, timeout: float = 5.0) -> list[dict[str, object]]:
-    """Send raw bytes, half-close, return every reply line."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except BrokenPipeError:
-            pass  # a refusing server may answer and close before reading: its reply is still queued
-        buf = b""
-        while chunk := s.recv(65536):
-            buf += chunk
-    return [json.loads(x) for x in buf.splitlines() if x.strip()]
 
 
 def hook(d: Helixd, agent: str, payload: dict[str, object], argv: bool = False) -> float:
@@ -58,7 +51,7 @@ def hook(d: Helixd, agent: str, payload: dict[str, object], argv: bool = False) 
 
 def test_ping_and_commands_over_the_socket(daemon: Helixd) -> None:
     daemon.start()
-    replies = talk(
+    replies = exchange(
         sock_of(daemon),
         b'{"v":1,"op":"ping"}\n{"v":1,"op":"rescan"}\n'
         b'{"v":1,"op":"flush","timeout":10}\n{"v":1,"op":"status"}\n',
@@ -149,7 +142,7 @@ def test_each_agents_hook_payload_queues_its_session(daemon: Helixd, home: Path)
         return d is not None and d["provisional"] is False  # type: ignore[index]
 
     wait_for(grok_closed, 5, "the Grok session (relabelled from the Claude entry) to close")
-    replies = talk(
+    replies = exchange(
         sock_of(daemon),
         json.dumps(
             {"hook_event_name": "Stop", "session_id": SID, "transcript_path": str(f)}
@@ -171,7 +164,7 @@ def test_bad_input_gets_a_reply_and_good_clients_are_still_served(daemon: Helixd
         while not stop.is_set():
             t0 = time.monotonic()
             try:
-                ok = talk(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True
+                ok = exchange(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True
             except BlockingIOError:  # backlog momentarily full (1000 clients): retry
                 continue
             except Exception as exc:
@@ -184,16 +177,18 @@ def test_bad_input_gets_a_reply_and_good_clients_are_still_served(daemon: Helixd
     t = threading.Thread(target=good_client)
     t.start()
     try:
-        garbage = talk(
+        garbage = exchange(
             path,
             b'\x00\xff garbage\n{not json}\n[1,2]\n{"op":"nope"}\n'
             b'{"v":9,"op":"ping"}\n{"v":1,"op":"ping"}\n',
         )
         assert [r["ok"] for r in garbage] == [False] * 5 + [True]
         assert "not JSON" in str(garbage[0]["error"])
-        half = talk(path, b'{"v":1,"op":"pi')
+        half = exchange(path, b'{"v":1,"op":"pi')
         assert half == [{"v": 1, "ok": False, "error": "incomplete line"}]
-        big = talk(path, b'{"x":"' + b"a" * (2 << 20) + b'"}\n{"v":1,"op":"ping"}\n', timeout=20)
+        big = exchange(
+            path, b'{"x":"' + b"a" * (2 << 20) + b'"}\n{"v":1,"op":"ping"}\n', timeout=20
+        )
         assert [r["ok"] for r in big] == [False, True] and "longer" in str(big[0]["error"])
         silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         silent.connect(path)  # connects and says nothing: timed out by the server, no harm
@@ -222,7 +217,7 @@ def test_bad_input_gets_a_reply_and_good_clients_are_still_served(daemon: Helixd
         stop.set()
         t.join()
     assert not failures and len(served) >= 3 and max(served) < 5
-    assert talk(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True
+    assert exchange(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True
     assert daemon.stop() == 0
 
 
@@ -239,7 +234,7 @@ def test_a_connection_from_another_uid_is_refused(daemon: Helixd) -> None:
         try:
             os.setgid(65534)
             os.setuid(65534)
-            reply = talk(path, b'{"v":1,"op":"ping"}\n')
+            reply = exchange(path, b'{"v":1,"op":"ping"}\n')
             os.write(w, json.dumps(reply).encode())
         except Exception as exc:  # a refused connection may also just be closed
             os.write(w, json.dumps([{"error": repr(exc)}]).encode())
@@ -250,7 +245,7 @@ def test_a_connection_from_another_uid_is_refused(daemon: Helixd) -> None:
     with os.fdopen(r) as fh:
         reply = json.loads(fh.read())
     assert reply and reply[0].get("ok") is not True and "denied" in str(reply[0])
-    assert talk(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True  # the owner still gets in
+    assert exchange(path, b'{"v":1,"op":"ping"}\n')[0]["ok"] is True  # the owner still gets in
     assert daemon.stop() == 0
 
 
@@ -306,7 +301,7 @@ def test_socket_activation_uses_the_socket_it_is_given(daemon: Helixd, tmp_path:
 
 def _ping(path: str) -> bool:
     try:
-        return bool(talk(path, b'{"v":1,"op":"ping"}\n', timeout=1)[0]["ok"])
+        return bool(exchange(path, b'{"v":1,"op":"ping"}\n', timeout=1)[0]["ok"])
     except OSError:
         return False
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,22 +19,13 @@ import orjson
 import pytest
 
 from tests.conftest import FIXTURES, REPO
-from tests.daemon_helpers import SID, Helixd, line, project, wait_for
+from tests.daemon_helpers import SID, Helixd, exchange, line, project, wait_for
 
 SECRET = "HISTORY-OUTSIDE-THE-ROOTS"
 
 
 def talk(d: Helixd, obj: object, timeout: float = 5.0) -> dict[str, object]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(d.env["HELIX_SOCKET"])
-        s.sendall(json.dumps(obj).encode() + b"\n")
-        s.shutdown(socket.SHUT_WR)
-        buf = b""
-        while chunk := s.recv(65536):
-            buf += chunk
-    reply: dict[str, object] = json.loads(buf.splitlines()[0])
-    return reply
+    return exchange(d.env["HELIX_SOCKET"], json.dumps(obj).encode() + b"\n", timeout)[0]
 
 
 def stored(db: Path, sql: str) -> list[tuple[object, ...]]:

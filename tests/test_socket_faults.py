@@ -14,24 +14,11 @@ import time
 import pytest
 
 from helixd.core import protocol
-from tests.daemon_helpers import Helixd
+from tests.daemon_helpers import Helixd, exchange
 
 
 def sock_of(d: Helixd) -> str:
     return d.env["HELIX_SOCKET"]
-
-
-def exchange(path: str, data: bytes, timeout: float = 10.0) -> list[dict[str, object]]:
-    """Send ``data``, half-close, read every reply line until the daemon closes."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        buf = b""
-        while chunk := s.recv(1 << 16):
-            buf += chunk
-    return [json.loads(x) for x in buf.splitlines() if x.strip()]
 
 
 PING = b'{"v":1,"op":"ping"}\n'
