@@ -13,13 +13,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 
 from tests.conftest import FIXTURES, REPO
 from tests.daemon_helpers import SID, Helixd, exchange, line, project, wait_for
+
+if TYPE_CHECKING:
+    from helixd.daemon.app import Daemon
 
 SECRET = "HISTORY-OUTSIDE-THE-ROOTS"
 
@@ -176,13 +179,9 @@ def test_a_fifo_in_place_of_the_hook_spool_does_not_stall_the_start(
     assert "spool_unreadable" in daemon.stderr
 
 
-def test_a_new_directory_is_scanned_without_walking_through_links(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What the worker queues for a directory that appeared (in a thread): the claimed
-    files below it, never those behind a link — whether the new directory itself or a
-    directory inside it is the link (a polling observer reports linked directories as
-    directories)."""
+def _daemon_in_process(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Daemon:
+    """A ``Daemon`` built (not run) in this process for ``home`` and a temp store, the
+    agents' and Helix's environment variables of the outer run taken away."""
     from helixd import config
     from helixd.daemon.app import Daemon
 
@@ -191,7 +190,18 @@ def test_a_new_directory_is_scanned_without_walking_through_links(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("HELIX_STORE_DB", str(tmp_path / "s" / "helix.db"))
-    d = Daemon(config.load(None), None)
+    return Daemon(config.load(None), None)
+
+
+def test_a_new_directory_is_scanned_without_walking_through_links(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the worker queues for a directory that appeared (in a thread): the claimed
+    files below it, never those behind a link — whether the new directory itself or a
+    directory inside it is the link (a polling observer reports linked directories as
+    directories)."""
+
+    d = _daemon_in_process(home, tmp_path, monkeypatch)
     outside = tmp_path / "outside"
     (outside / "deeper").mkdir(parents=True)
     (outside / "secret.jsonl").write_bytes(line(0))
@@ -212,18 +222,11 @@ def test_a_reconcile_with_the_same_roots_builds_no_gate_and_a_new_project_swaps_
     of roots; the reconcile's roots refresh builds one only when the roots changed."""
     import asyncio
 
-    from helixd import config
     from helixd.adapters import adapter_named
     from helixd.daemon import app
-    from helixd.daemon.app import Daemon
     from helixd.sources.gate import Gate
 
-    for key in [k for k in os.environ if k.startswith(("CLAUDE_", "CODEX_", "HELIX_"))]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("HELIX_STORE_DB", str(tmp_path / "s" / "helix.db"))
-    d = Daemon(config.load(None), None)
+    d = _daemon_in_process(home, tmp_path, monkeypatch)
     first = d.index
     built: list[object] = []
 
