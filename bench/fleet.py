@@ -72,6 +72,18 @@ def counts(db: Path) -> dict[str, int]:
         con.close()
 
 
+def machine_stores(template: Path, work: Path, machines: int) -> list[Path]:
+    """``machines`` copies of the template store, ``work/mNN/helix.db`` (made afresh)."""
+    dbs = []
+    for i in range(machines):
+        d = work / f"m{i:02d}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        shutil.copyfile(template, d / "helix.db")
+        dbs.append(d / "helix.db")
+    return dbs
+
+
 def make_template(home: Path, work: Path) -> Path:
     """The corpus ingested once, its raw lines and events then evicted."""
     db = work / "template.db"
@@ -341,13 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per machine       {c['sessions']:,} sessions, {sum(c.values()):,} Tier 2 rows ({c})")
     cluster, roles = setup_server(args.machines, args.superuser)
     try:
-        dbs = []
-        for i in range(args.machines):
-            d = args.work / f"m{i:02d}"
-            shutil.rmtree(d, ignore_errors=True)
-            d.mkdir()
-            shutil.copyfile(template, d / "helix.db")
-            dbs.append(d / "helix.db")
+        dbs = machine_stores(template, args.work, args.machines)
         concurrent_push(cluster, roles, dbs, args.batch_rows)
         size = cluster.sql("SELECT pg_database_size('fleet')")[0][0]
         print(f"server database   {size / 1e6:,.0f} MB for {args.machines} machines")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -69,13 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster, roles = fleetbench.setup_server(args.machines, False)
     server = None
     try:
-        dbs = []
-        for i in range(args.machines):
-            d = args.work / f"m{i:02d}"
-            shutil.rmtree(d, ignore_errors=True)
-            d.mkdir()
-            shutil.copyfile(template, d / "helix.db")
-            dbs.append(d / "helix.db")
+        dbs = fleetbench.machine_stores(template, args.work, args.machines)
         fleetbench.concurrent_push(cluster, roles, dbs, 1000)
         # As autovacuum does within a minute of a bulk load: without planner statistics the
         # interventions-and-errors query of the stats runs as a nested loop (2.5 s, not 60 ms).

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,21 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ccusage_baseline import corpus_env
+
 REPO = Path(__file__).resolve().parent.parent
 HELIXCTL = REPO / ".venv" / "bin" / "helixctl"
 CCUSAGE = Path("/tmp/helix-ccusage/node_modules/.bin/ccusage")
 
 
 def env_for(home: Path, db: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "TZ": "UTC",
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "CODEX_HOME": str(home / ".codex"),
-        "HELIX_STORE_DB": str(db),
-        "NO_COLOR": "1",
-    }
+    return {**corpus_env(home), "HELIX_STORE_DB": str(db)}
 
 
 def timed(argv: list[str], env: dict[str, str], runs: int, cwd: Path) -> tuple[list[float], str]:
