@@ -76,6 +76,17 @@ class Helixd:
             timeout=60,
         )
 
+    def second(self) -> subprocess.CompletedProcess[str]:
+        """Another ``helixd`` for the same store, run to its exit (the running one refuses it)."""
+        return subprocess.run(
+            [sys.executable, "-m", "helixd.daemon.app"],
+            env=self.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
     def lookup(self, uid: str) -> dict[str, object] | None:
         proc = self.ctl("lookup", uid, "--json")
         return orjson.loads(proc.stdout) if proc.returncode == 0 else None

@@ -127,14 +127,7 @@ def test_sigterm_exits_0_within_5_seconds_and_a_second_instance_is_refused(
 ) -> None:
     (project(home) / f"{SID}.jsonl").write_bytes(line(0))
     daemon.start()
-    second = subprocess.run(
-        [sys.executable, "-m", "helixd.daemon.app"],
-        env=daemon.env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    second = daemon.second()
     assert second.returncode == 1
     assert f"pid {daemon.proc.pid}" in second.stderr  # type: ignore[union-attr]
     started = time.monotonic()

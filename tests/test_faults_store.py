@@ -194,14 +194,7 @@ def test_the_store_folder_removed_under_the_daemon_is_recreated_and_the_lock_ret
     append(f, 4)
     wait_for(lambda: d.db.exists() and count_rows(d.db) == 5, 15, "the store back")
     wait_for(lambda: d.ctl("status").returncode == 0, 10, "status to see the daemon again")
-    second = subprocess.run(
-        [sys.executable, "-m", "helixd.daemon.app"],
-        env=d.env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    second = d.second()
     assert second.returncode == 1 and "already running" in second.stderr
     assert d.stop() == 0
 
