@@ -1,20 +1,24 @@
 """Real faults for the fault tests: a small file system that fills up, a write lock held
 by another process, the daemon run as root without its permission override (so that
-``chmod`` means what it says), one-line error checks."""
+``chmod`` means what it says), an ingest killed at a given moment, one-line error checks."""
 
 from __future__ import annotations
 
 import errno
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import REPO
 
 # Root ignores file modes; these capabilities are what lets it.  Dropped, `chmod 000`
 # makes a file unreadable to the daemon too, as it would be for a normal user.
@@ -125,6 +129,27 @@ for line in sys.stdin:
         for row in con.execute(line.rstrip(";")).fetchall():
             print("|".join(map(str, row)), flush=True)
 """
+
+
+def ingest_killed_after(args: list[str], env: dict[str, str], kill_after: float | None) -> int:
+    """``helixctl ingest *args`` in a subprocess, SIGKILLed after ``kill_after`` seconds
+    (its exit code: ``-SIGKILL`` when the kill came before it finished); with None, run to
+    the end, which must succeed (0)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helixd.cli.main", "ingest", *args],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    if kill_after is None:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        return 0
+    time.sleep(kill_after)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    return proc.returncode
 
 
 def one_line_error(stderr: str) -> str:

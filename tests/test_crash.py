@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import orjson
 
-from tests.conftest import REPO, cli_env
+from tests.conftest import cli_env
 from tests.db_snapshot import snapshot
+from tests.fault_helpers import ingest_killed_after
 
 
 def write_corpus(root: Path, files: int = 40, lines: int = 600) -> None:
@@ -48,21 +46,7 @@ def write_corpus(root: Path, files: int = 40, lines: int = 600) -> None:
 
 def run_ingest(home: Path, db: Path, kill_after: float | None) -> int:
     env = cli_env(home, db, HELIX_INGEST__CHUNK_BYTES="32KiB")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "helixd.cli.main", "ingest"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    if kill_after is None:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err.decode()
-        return 0
-    time.sleep(kill_after)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
-    return proc.returncode
+    return ingest_killed_after([], env, kill_after)
 
 
 def test_sigkill_at_random_moments_then_resume_equals_a_clean_run(tmp_path: Path) -> None:

@@ -14,8 +14,6 @@ import random
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from functools import partial
@@ -33,9 +31,10 @@ from helixd.ingest.stats import IngestStats
 from helixd.sources import sqlite as dbsource
 from helixd.store import agentdb
 from helixd.store.database import Store
-from tests.conftest import REPO, cli_env
+from tests.conftest import cli_env
 from tests.contract_helpers import FIXTURES, sample_bytes, samples
 from tests.db_snapshot import snapshot
+from tests.fault_helpers import ingest_killed_after
 
 CRUSH = adapter_named("crush")
 WAL_ONLY = FIXTURES / "crush" / "tuliopc23__LiqUIdify" / ".crush"
@@ -246,18 +245,7 @@ def write_big_db(project: Path, sessions: int = 12, messages: int = 150) -> None
 
 def run_ingest(home: Path, db: Path, project: Path, kill_after: float | None) -> int:
     env = cli_env(home, db, HELIX_INGEST__CHUNK_BYTES="32KiB")
-    cmd = [sys.executable, "-m", "helixd.cli.main", "ingest", "--agent", "crush", "--root"]
-    proc = subprocess.Popen(
-        [*cmd, str(project)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    if kill_after is None:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err.decode()
-        return 0
-    time.sleep(kill_after)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
-    return proc.returncode
+    return ingest_killed_after(["--agent", "crush", "--root", str(project)], env, kill_after)
 
 
 def test_sigkill_while_reading_a_database_then_resume_equals_a_clean_run(tmp_path: Path) -> None:
