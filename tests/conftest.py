@@ -85,7 +85,7 @@ RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def run_helixctl(
-    args: tuple[str, ...], env: dict[str, str], check: bool = True
+    args: tuple[str, ...], env: dict[str, str], check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """The real ``helixctl`` in a subprocess (text out); with ``check``, a non-zero exit is an
     AssertionError that shows its stderr."""
@@ -94,7 +94,7 @@ def run_helixctl(
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=REPO,
     )
     if check and proc.returncode != 0:

@@ -1,9 +1,11 @@
-"""Helpers of the fleet tests: stores built from the fixture transcripts, pushes, and the
-Tier 2 content of a store and of one machine on the server, in comparable form."""
+"""Helpers of the fleet tests: stores built from the fixture transcripts, pushes, the real
+``helixctl`` on a store, and the Tier 2 content of a store and of one machine on the server,
+in comparable form."""
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from helixd.ingest import digest
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.prices import effective
 from helixd.store.database import Store, now_ms
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, cli_env, run_helixctl
 
 ADAPTERS = {a.name: a for a in REGISTRY}
 
@@ -28,6 +30,12 @@ async def build_store(db: Path, agents: tuple[str, ...]) -> None:
         await digest.analyze(store, ids, now_ms(), 0, effective(None, {}))
     finally:
         await store.close()
+
+
+def helixctl_on(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``helixctl *args`` in a subprocess on the store ``db`` (its folder as HOME), ``env``
+    added; whatever its exit code."""
+    return run_helixctl(args, cli_env(db.parent, db, **env), check=False, timeout=60)
 
 
 def target(dsn: str, machine: str = "laptop", **kw: Any) -> Target:

@@ -13,9 +13,9 @@ import orjson
 import pytest
 
 from helixd.fleet.backoff import retry_delay
-from tests.conftest import REPO, cli_env
+from tests.conftest import REPO
 from tests.daemon_helpers import SID, Helixd, line, wait_for
-from tests.fleet.helpers import server, tier2_local, tier2_server
+from tests.fleet.helpers import helixctl_on, server, tier2_local, tier2_server
 from tests.fleet.pgcluster import Cluster
 
 
@@ -123,12 +123,5 @@ def test_without_a_fleet_no_driver_is_loaded_and_status_says_nothing_of_it(make_
     )
     assert out.stdout.strip() == "False"
     db = make_store("claude")
-    proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "status", "--json"],
-        env=cli_env(db.parent, db),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = helixctl_on(db, "status", "--json")
     assert "fleet" not in orjson.loads(proc.stdout)

@@ -13,7 +13,7 @@ from typing import Any
 
 from helixd.store import outbox, outbox_batch
 from helixd.store.database import Store, now_ms
-from tests.fleet.helpers import local
+from tests.fleet.helpers import helixctl_on, local
 from tests.test_crash import run_ingest, write_corpus
 
 KEYS = {
@@ -207,21 +207,10 @@ def test_a_crash_loses_no_change(tmp_path: Path) -> None:
 
 
 def test_fleet_off_stops_recording_until_the_next_push_starts_over(make_store: Any) -> None:
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO, cli_env
 
     db = make_store("claude")
     seeded = call(db, outbox.switch_on, now_ms(), False)
-    proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "fleet", "off"],
-        env=cli_env(db.parent, db),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = helixctl_on(db, "fleet", "off")
     assert proc.returncode == 0, proc.stderr
     assert f"{seeded:,} waiting changes dropped" in proc.stdout
     con = sqlite3.connect(db)

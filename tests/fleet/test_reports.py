@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from tests.conftest import REPO, cli_env
-from tests.fleet.helpers import push_once, target
+from tests.fleet.helpers import helixctl_on, push_once, target
 
 TOKENS = (
     "inputTokens",
@@ -26,14 +26,7 @@ TOKENS = (
 
 
 def ctl(db: Path, *args: str, **env: str) -> Any:
-    proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", *args, "--json"],
-        env=cli_env(db.parent, db, **env),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = helixctl_on(db, *args, "--json", **env)
     assert proc.returncode == 0, proc.stderr
     return orjson.loads(proc.stdout)
 
@@ -141,25 +134,11 @@ def test_fleet_stats_are_the_sum_of_the_machines(two_machines: tuple[Path, Path,
 
 def test_fleet_text_output_shows_machines_and_users(two_machines: tuple[Path, Path, str]) -> None:
     a, _, dsn = two_machines
-    proc = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "report", "monthly", "--fleet", "--breakdown"],
-        env=cli_env(a.parent, a, HELIX_FLEET__DSN=dsn),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = helixctl_on(a, "report", "monthly", "--fleet", "--breakdown", HELIX_FLEET__DSN=dsn)
     assert proc.returncode == 0, proc.stderr
     assert "By machine" in proc.stdout and "ci-runner" in proc.stdout
     assert "laptop (alice)" in proc.stdout and "By user" in proc.stdout
-    stats = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "stats", "--fleet"],
-        env=cli_env(a.parent, a, HELIX_FLEET__DSN=dsn),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    stats = helixctl_on(a, "stats", "--fleet", HELIX_FLEET__DSN=dsn)
     assert stats.returncode == 0 and "By machine" in stats.stdout and "By user" in stats.stdout
 
 

@@ -10,7 +10,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,21 +17,10 @@ import pytest
 
 from helixd.fleet.push import PushError
 from tests.conftest import REPO, cli_env
-from tests.fleet.helpers import push_once, server, target
+from tests.fleet.helpers import helixctl_on, push_once, server, target
 from tests.fleet.pgcluster import Cluster
 
 SECRET = "pw-Zq81-never-shown"
-
-
-def ctl(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", *args],
-        env=cli_env(db.parent, db, **env),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.mark.parametrize(
@@ -60,7 +48,7 @@ def test_a_connection_string_with_a_password_is_refused_and_not_echoed(make_stor
     db = make_store("claude")
     dsn = f"postgresql://alice:{SECRET}@db.example/helix"
     for args in (("fleet", "push"), ("report", "daily", "--fleet"), ("status",)):
-        proc = ctl(db, *args, HELIX_FLEET__DSN=dsn)
+        proc = helixctl_on(db, *args, HELIX_FLEET__DSN=dsn)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "must not carry a password" in proc.stderr
         assert SECRET not in proc.stderr + proc.stdout
@@ -99,9 +87,9 @@ def test_the_password_comes_from_the_environment_or_a_0600_file(
 
     _, dsn = pusher
     db = make_store("claude")
-    without = ctl(db, "fleet", "push", HELIX_FLEET__DSN=dsn)
+    without = helixctl_on(db, "fleet", "push", HELIX_FLEET__DSN=dsn)
     assert without.returncode == 3 and "password" in without.stderr
-    ok = ctl(db, "fleet", "push", HELIX_FLEET__DSN=dsn, HELIX_FLEET_PASSWORD=SECRET)
+    ok = helixctl_on(db, "fleet", "push", HELIX_FLEET__DSN=dsn, HELIX_FLEET_PASSWORD=SECRET)
     assert ok.returncode == 0, ok.stderr
     secret_file = db.parent / "fleet-password"
     secret_file.write_text(SECRET + "\n")
@@ -126,11 +114,11 @@ def test_a_wrong_password_shows_nowhere(make_store: Any, pusher: tuple[str, str]
     db = make_store("claude")
     wrong = "wrong-" + SECRET
     env = {"HELIX_FLEET__DSN": dsn, "HELIX_FLEET_PASSWORD": wrong}
-    push = ctl(db, "fleet", "push", **env)
+    push = helixctl_on(db, "fleet", "push", **env)
     assert push.returncode == 3 and "password authentication failed" in push.stderr
     outputs = [push.stdout + push.stderr]
     for args in (("status", "--json"), ("fleet", "status", "--json"), ("doctor", "--json")):
-        proc = ctl(db, *args, **env)
+        proc = helixctl_on(db, *args, **env)
         outputs.append(proc.stdout + proc.stderr)
     assert '"last_error": "' in outputs[1]  # the failure is shown ...
     assert "password authentication failed" in outputs[2]
@@ -153,7 +141,7 @@ def test_a_wrong_password_shows_nowhere(make_store: Any, pusher: tuple[str, str]
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            status = ctl(db, "status", "--json", **env).stdout
+            status = helixctl_on(db, "status", "--json", **env).stdout
             if '"failures": 1,' not in status and '"failures": 0,' not in status:
                 break  # two failed pushes or more
             time.sleep(0.2)
@@ -184,7 +172,9 @@ def test_each_role_writes_only_its_machines_and_readers_write_nothing(
     ):
         pg_server.sql(stmt)
     try:
-        migrate = ctl(make_store("claude", "admin"), "fleet", "migrate", HELIX_FLEET__DSN=pg_db)
+        migrate = helixctl_on(
+            make_store("claude", "admin"), "fleet", "migrate", HELIX_FLEET__DSN=pg_db
+        )
         assert migrate.returncode == 0 and "p001_mirror" in migrate.stdout, migrate.stderr
         a, b = make_store("claude", "a"), make_store("claude", "b")
         as_alice = target(pg_server.dsn(dbname, alice), "laptop", password=SECRET)
@@ -213,7 +203,7 @@ def test_each_role_writes_only_its_machines_and_readers_write_nothing(
         # alice's store pushed with bob's credentials: refused, named
         with pytest.raises(PushError, match="registered to the role"):
             asyncio.run(push_once(a, target(pg_server.dsn(dbname, bob), password=SECRET)))
-        report = ctl(
+        report = helixctl_on(
             a,
             "report",
             "daily",

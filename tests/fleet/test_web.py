@@ -28,7 +28,7 @@ import orjson
 import pytest
 
 from tests.conftest import REPO, cli_env
-from tests.fleet.helpers import add_hooks, push_once, target
+from tests.fleet.helpers import add_hooks, helixctl_on, push_once, target
 from tests.fleet.pgcluster import Cluster
 from tests.fleet.test_reports import ctl
 
@@ -272,14 +272,7 @@ def test_web_fleet_needs_a_readable_fleet(make_store: Any, pg_server: Cluster) -
     none = subprocess.run(run, env=cli_env(db.parent, db), cwd=REPO, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert none.returncode == 2 and "no fleet database configured" in none.stderr
-    mixed = subprocess.run(
-        [sys.executable, "-m", "helixd.cli.main", "web", "--port", "0"],
-        env=cli_env(db.parent, db),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    mixed = helixctl_on(db, "web", "--port", "0")
     assert mixed.returncode == 2 and "need --fleet" in mixed.stderr
 
 
