@@ -5,15 +5,13 @@ chat history carries no usage) and a Copilot session (output tokens recorded).""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
 from helixd.adapters import adapter_named
 from helixd.adapters.registry import REGISTRY
-from tests.conftest import REPO, cli_env
+from tests.conftest import cli_env, run_helixctl
 
 FIX = Path(__file__).parent / "fixtures"
 GROK_BUILD = "019f6000-0000-7000-8000-000000000001"
@@ -33,16 +31,7 @@ def test_lookup_says_not_recorded_instead_of_zero(tmp_path: Path) -> None:
     env = cli_env(home, tmp_path / "store" / "helix.db")
 
     def run(*args: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "helixd.cli.main", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-            check=True,
-        )
-        return proc.stdout
+        return run_helixctl(args, env).stdout
 
     run("ingest", "--json")
     digest = orjson.loads(run("lookup", f"grok:{GROK_BUILD}", "--json"))
