@@ -158,6 +158,25 @@ def test_only_the_entry_points_read_the_config(name: str, path: Path) -> None:
     assert "helixd.config" not in imports(path), name
 
 
+# The daemon's composition root, split by job (issue 12): each part says its one job in its
+# docstring and stays small.
+DAEMON_PARTS = (
+    *DAEMON_ROOT,
+    "helixd.daemon.storewatch",
+    "helixd.daemon.statusloop",
+    "helixd.daemon.dispatch",
+    "helixd.daemon.webface",
+)
+
+
+@pytest.mark.parametrize("name", DAEMON_PARTS)
+def test_each_part_of_the_daemon_says_its_job_and_stays_small(name: str) -> None:
+    path = dict(modules())[name]
+    text = path.read_text()
+    assert ast.get_docstring(ast.parse(text)), name
+    assert len(text.splitlines()) <= 350, (name, len(text.splitlines()))
+
+
 _SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|PRAGMA)\b[^\n]*\b(FROM|INTO|SET|"
     r"WHERE|busy_timeout|journal_mode|\()",
