@@ -139,10 +139,14 @@ class Discovery:
         self.listings = listings
         self.skipped: list[Skip] = []
         self._recorded: set[str] = set()
+        self._projects_present: dict[str, frozenset[str] | None] = {}
+        self._project_names: list[str] | None = None
+        self._project_scope = ""
 
     def __iter__(self) -> Iterator[Source]:
         self.skipped = []
         self._recorded = set()
+        self._projects_present = {}
         roots = self.gate.resolve()
         reals = {r.real for r in roots}
         seen: set[str] = set()
@@ -159,8 +163,13 @@ class Discovery:
 
     def _project(self, root: Root, seen: set[str]) -> Iterator[Source]:
         """A project directory: only the agent's few files in it are looked at (one
-        ``lstat`` each), never a walk."""
+        ``lstat`` each), never a walk — and with ``listings``, only those whose first
+        component the directory held when it was last seen unchanged (``_present``)."""
+        kept = self.listings is not None and self.trace is None  # a survey's trace: every file
+        present = self._present(root.path) if kept else None
         for rel in root.adapter.project_files:
+            if present is not None and rel.partition("/")[0] not in present:
+                continue  # absent: the project directory is as it was when that was seen
             path = os.path.join(root.path, rel)
             try:
                 mode = os.lstat(path).st_mode
@@ -188,6 +197,53 @@ class Discovery:
                 continue
             seen.add(path)
             yield Source(root.adapter, root.path, path, rel)
+
+    def _present(self, dirpath: str) -> frozenset[str] | None:
+        """Which first components of the project files (``Adapter.project_files``: a name
+        such as ``.aider.chat.history.md``, or a directory such as ``.crush``) the project
+        directory holds: one ``stat`` of the directory when its kept answer still holds
+        (same device, inode, ctime and mtime: no entry was created, removed or renamed in
+        it since), else one ``lstat`` per name, kept for the next walk.  Shared by the
+        agents that look in the same directory (hundreds of projects × three agents: a
+        missing file's ``lstat`` costs ~5 µs, its exception most of it).  None: the
+        answer is unsure (a name could not be looked at): every file is looked at."""
+        if dirpath in self._projects_present:
+            return self._projects_present[dirpath]
+        listings = self.listings
+        assert listings is not None
+        names = self._project_names
+        if names is None:
+            names = self._project_names = sorted(
+                {
+                    rel.partition("/")[0]
+                    for root in self.gate.configured
+                    for rel in root[0].project_files
+                }
+            )
+            self._project_scope = f"projects:{len(names)}:{'|'.join(names)}:"
+            listings.walking(self._project_scope)
+        scope = self._project_scope
+        before = stamp(dirpath, follow=True)  # before the look-ups, as a listing's
+        kept = listings.get(scope, dirpath, before)
+        present: frozenset[str] | None
+        if kept is not None:
+            present = frozenset(kept[0])
+        else:
+            found: list[str] = []
+            sure = True
+            for name in names:
+                try:
+                    os.lstat(os.path.join(dirpath, name))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError:
+                    sure = False  # the files' own look-ups meet it and record it
+                found.append(name)
+            present = frozenset(found)
+            if sure:
+                listings.put(scope, dirpath, before, found, [])
+        self._projects_present[dirpath] = present
+        return present
 
     def _walk(self, root: Root, reals: set[str], seen: set[str]) -> Iterator[Source]:
         """``reals``: every root's real path (this one's too: its own path is never a
