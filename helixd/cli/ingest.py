@@ -66,7 +66,7 @@ def ingest(ctx: Context, args: Namespace) -> None:
     from helixd.adapters.registry import REGISTRY
     from helixd.ingest.plan import Plan, idle_summary, plan, store_facts
     from helixd.query.projects import known_projects
-    from helixd.sources.discover import agent_roots
+    from helixd.sources.discover import root_pairs
 
     started = time.perf_counter()
     agents, roots, as_json, no_evict = tuple(args.agents), args.roots, args.as_json, args.no_evict
@@ -78,9 +78,9 @@ def ingest(ctx: Context, args: Namespace) -> None:
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
     elif isinstance(facts, Plan):  # no store yet, a migration due…: the projects on their own
-        pairs = agent_roots(rc, chosen, os.environ, Path.home(), known_projects(rc.store_db))
+        pairs = root_pairs(rc, chosen, os.environ, Path.home(), known_projects(rc.store_db))
     else:  # the projects read with the cursors
-        pairs = agent_roots(rc, chosen, os.environ, Path.home(), facts["projects"])
+        pairs = root_pairs(rc, chosen, os.environ, Path.home(), facts["projects"])
     from helixd.paths import cache_dir
 
     first = plan(rc.store_db, pairs, versions, cache_dir() / "listings.json", facts)

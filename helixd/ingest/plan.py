@@ -44,7 +44,7 @@ class Plan(NamedTuple):
 
 def plan(
     db: Path,
-    pairs: Iterable[tuple[Adapter, Path]],
+    pairs: Iterable[tuple[Adapter, Path | str]],
     versions: dict[str, int],
     listings: Path | None = None,
     facts: dict[str, Any] | Plan | None = None,
@@ -202,7 +202,7 @@ def _under(directory: str, roots: set[str]) -> bool:
 
 
 def idle_summary(
-    p: Plan, db: Path, pairs: Iterable[tuple[Adapter, Path]], started: float
+    p: Plan, db: Path, pairs: Iterable[tuple[Adapter, Path | str]], started: float
 ) -> dict[str, Any]:
     """The summary a full ingest would print when it found nothing to do."""
     summary = IngestStats(files_seen=p.files_seen, seconds=time.perf_counter() - started)

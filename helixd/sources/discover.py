@@ -31,6 +31,7 @@ from helixd.sources.gate import (
     Refused,
     Root,
     Source,
+    is_normal_path,
     kind_of,
     reason_of,
 )
@@ -63,20 +64,40 @@ def agent_roots(
     defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``).  An
     agent that keeps its files in each project (``project_files``) also gets every
     directory of ``projects`` (where known sessions ran: ``store.projects``) as a root."""
-    pairs: list[tuple[Adapter, Path]] = []
-    # each project once, compared as text (hundreds: a Path's hash is Python code)
-    unique = dict.fromkeys(os.fspath(p) for p in projects)
-    dirs = list({str(d): d for d in map(Path, unique)}.values())
+    pairs = root_pairs(settings, adapters, environ, home, projects)
+    return [(adapter, Path(root) if isinstance(root, str) else root) for adapter, root in pairs]
+
+
+def root_pairs(
+    settings: RootsConf,
+    adapters: Iterable[Adapter],
+    environ: Mapping[str, str],
+    home: Path,
+    projects: Iterable[str | Path] = (),
+) -> list[tuple[Adapter, Path | str]]:
+    """``agent_roots`` with the project directories as text, for a walk (``Gate`` and
+    ``discover`` take either): the re-scan makes no ``Path`` for each of hundreds of
+    projects."""
+    pairs: list[tuple[Adapter, Path | str]] = []
+    # each project once, as text (hundreds: no Path made; the text of a normal absolute
+    # path is its Path's, any other is written as its Path would be)
+    dirs = list(
+        dict.fromkeys(
+            t if is_normal_path(t) else str(Path(t)) for t in (os.fspath(p) for p in projects)
+        )
+    )
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:
             continue
         roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
-        if adapter.project_files:
-            roots = list(dict.fromkeys(roots))
-            listed = {os.fspath(r) for r in roots}
-            roots.extend(d for d in dirs if os.fspath(d) not in listed)
+        if not adapter.project_files:
+            pairs.extend((adapter, root) for root in roots)
+            continue
+        roots = list(dict.fromkeys(roots))
         pairs.extend((adapter, root) for root in roots)
+        listed = {os.fspath(r) for r in roots}
+        pairs.extend((adapter, d) for d in dirs if d not in listed)
     return pairs
 
 
@@ -125,7 +146,7 @@ class Discovery:
 
     def __init__(
         self,
-        roots: Gate | Iterable[tuple[Adapter, Path]],
+        roots: Gate | Iterable[tuple[Adapter, Path | str]],
         *,
         check_access: bool = False,
         held: Callable[[str], object] | None = None,
@@ -408,7 +429,7 @@ class Discovery:
 
 
 def discover(
-    roots: Gate | Iterable[tuple[Adapter, Path]],
+    roots: Gate | Iterable[tuple[Adapter, Path | str]],
     held: Callable[[str], object] | None = None,
     listings: Listings | None = None,
 ) -> Discovery:
@@ -432,7 +453,7 @@ def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> 
 
 
 def survey(
-    roots: Gate | Iterable[tuple[Adapter, Path]], trace: Trace | None = None
+    roots: Gate | Iterable[tuple[Adapter, Path | str]], trace: Trace | None = None
 ) -> dict[str, Any]:
     """What is under the roots now, without opening anything: the files Helix would read
     and those it cannot (for ``helixctl status`` and ``doctor``).  ``trace``: filled with

@@ -136,12 +136,12 @@ def _owner(root: Root, rel: str) -> Source | None:
 
 def _norm(path: str | Path) -> str:
     text = os.fspath(path)
-    if _normal(text):
+    if is_normal_path(text):
         return text  # already absolute and normal (a Path's text): no normpath to run
     return os.path.abspath(text)
 
 
-def _normal(text: str) -> bool:
+def is_normal_path(text: str) -> bool:
     """An absolute path without an empty, ``.`` or ``..`` component and no trailing slash
     (substring tests, in C: a compiled pattern costs every command that walks ~1 ms, and a
     component-by-component test in Python costs more per root than the pattern did)."""
