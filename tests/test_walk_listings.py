@@ -266,3 +266,21 @@ def test_project_directories_kept_unchanged_are_not_looked_into_and_nothing_is_m
             ]
         )
     )
+
+
+def test_a_kept_walk_records_what_a_fresh_walk_records_beside_the_files(
+    tree: Path, tmp_path: Path, no_racy_window: None
+) -> None:
+    """A subagent's companion ``.meta.json`` that is a FIFO is recorded as unreadable by a
+    walk from the kept listings as by a fresh one (its directory is kept: the FIFO is no
+    name the agent claims)."""
+    os.mkfifo(tree / "b" / "s1" / "subagents" / "agent-x.meta.json")
+    cache = tmp_path / "cache" / "listings.json"
+    fresh = discover([(CLAUDE, tree)])
+    paths = [s.path for s in fresh]
+    walk(tree, cache)
+    kept = Listings.load(cache, cache_key(__version__))
+    again = discover([(CLAUDE, tree)], listings=kept)
+    assert [s.path for s in again] == paths
+    assert kept.hits >= 3  # the subagents' directory among them
+    assert again.skipped == fresh.skipped != []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from helixd.adapters import Adapter
+from helixd.adapters.base import NO_SIDECAR
 from helixd.sources.gate import (
     DENIED,
     NOT_REGULAR,
@@ -277,6 +278,9 @@ class Discovery:
         scope = f"{root.adapter.name}:{root.adapter.version}:{deepest}:{root.path}"
         if listings is not None:
             listings.walking(scope)
+        adapter = root.adapter
+        plain = self.held is None and not self.check_access  # nothing held back or tested
+        sidecar = None if adapter.sidecar is NO_SIDECAR else adapter.sidecar
         while stack:
             dirpath, prefix = stack.pop()
             descend = deepest is None or prefix.count("/") < deepest
@@ -289,10 +293,21 @@ class Discovery:
                 if kept is not None:
                     files, dirs = kept
                     at = dirpath.rstrip("/") + "/"  # the entries' paths, as scandir's
-                    for name in files:
-                        src = self._file(root, at + name, prefix + name, seen)
-                        if src is not None:
-                            yield src
+                    if plain:  # the re-scan's case, thousands of files: ``_file`` inline
+                        for name in files:
+                            path = at + name
+                            if path in seen:
+                                continue
+                            seen.add(path)
+                            found = Source(adapter, root.path, path, prefix + name)
+                            if sidecar is not None and sidecar(path) is not None:
+                                self._companion(found)
+                            yield found
+                    else:
+                        for name in files:
+                            src = self._file(root, at + name, prefix + name, seen)
+                            if src is not None:
+                                yield src
                     if descend:
                         real = root.real.rstrip("/") + "/"
                         stack.extend(
