@@ -29,6 +29,7 @@ from helixd.sources.gate import (
     REASONS,
     SYMLINK,
     Gate,
+    RealPaths,
     Refused,
     Root,
     Source,
@@ -164,12 +165,14 @@ class Discovery:
         self._projects_present: dict[str, frozenset[str] | None] = {}
         self._project_names: list[str] | None = None
         self._project_scope = ""
+        self._realpaths = RealPaths()
 
     def __iter__(self) -> Iterator[Source]:
         self.skipped = []
         self._recorded = set()
         self._projects_present = {}
-        roots = self.gate.resolve()
+        self._realpaths = RealPaths()
+        roots = self.gate.resolve(self._realpaths)
         reals = {r.real for r in roots}
         seen: set[str] = set()
         trace = self.trace
@@ -245,7 +248,13 @@ class Discovery:
             self._project_scope = f"projects:{len(names)}:{'|'.join(names)}:"
             listings.walking(self._project_scope)
         scope = self._project_scope
-        before = stamp(dirpath, follow=True)  # before the look-ups, as a listing's
+        # before the look-ups, as a listing's: the roots' resolution just took it (an lstat
+        # of a directory that is no link is its stat), else one stat now
+        st = self._realpaths.stats.get(dirpath)
+        if st is None:
+            before = stamp(dirpath, follow=True)
+        else:
+            before = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
         kept = listings.get(scope, dirpath, before)
         present: frozenset[str] | None
         if kept is not None:
