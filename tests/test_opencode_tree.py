@@ -357,3 +357,16 @@ async def test_parts_changed_together_read_their_message_once_with_a_clean_runs_
         await Ingestor(store).backfill(discover([(tree, root)]))
         clean = await _file_counts(store)
     assert live == clean and clean[0][2] == 1  # one bad line (the garbage part), not three
+
+
+def test_the_bundle_stamp_digest_is_hashlibs_blake2b() -> None:
+    """Stamps stored before (``hashlib.blake2b``) still match: an upgrade re-reads no bundle."""
+    import hashlib
+
+    from helixd.sources.bundle import blake2b_64
+
+    mine = blake2b_64(b"120\x001700000000000000000\x00None\n")
+    theirs = hashlib.blake2b(b"120\x001700000000000000000\x00None\n", digest_size=8)
+    mine.update(b"p1.json\x0042\x001\n")
+    theirs.update(b"p1.json\x0042\x001\n")
+    assert mine.digest() == theirs.digest()

@@ -3,6 +3,7 @@ the ``cwd`` of every session in the store, a few ``stat`` calls each, never a cr
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from helixd.adapters import adapter_named
 from helixd.adapters.registry import REGISTRY
-from helixd.sources.discover import Discovery, agent_roots
+from helixd.sources.discover import Discovery, agent_roots, root_pairs
 from helixd.sources.gate import Gate
 from tests.conftest import REPO, cli_env
 from tests.contract_helpers import FIXTURES
@@ -133,3 +134,23 @@ def test_a_root_whose_files_lie_at_its_top_is_not_walked_below_it(
     gate = Gate(pairs)
     assert gate.may_hold(str(root)) and not gate.may_hold(str(root / "snapshot"))
     assert dict(gate.watches()) == {str(root): False}
+
+
+def test_root_pairs_are_agent_roots_with_the_projects_as_text(tmp_path: Path) -> None:
+    """The re-scan's roots (``root_pairs``) make no ``Path`` per project: the same roots in
+    the same order as ``agent_roots``, a project written as its Path would be, each once."""
+    home = tmp_path / "home"
+    projects = [
+        str(tmp_path / "w" / "a"),
+        str(tmp_path / "w" / "b") + "/",
+        str(tmp_path / "w") + "//./a",  # the first one again, as a Path writes it
+        tmp_path / "w" / "c",
+    ]
+    pairs = root_pairs(_Settings(), REGISTRY, {}, home, projects)
+    as_paths = agent_roots(_Settings(), REGISTRY, {}, home, projects)
+    assert [(a.name, os.fspath(r)) for a, r in pairs] == [
+        (a.name, os.fspath(r)) for a, r in as_paths
+    ]
+    aider = [r for a, r in pairs if a.name == "aider"]
+    assert aider[-3:] == [str(tmp_path / "w" / n) for n in "abc"]
+    assert all(type(r) is str for r in aider[-3:])

@@ -5,6 +5,7 @@ completion loads only when the shell asks."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import orjson
 import pytest
 
 from helixd.adapters.registry import REGISTRY
-from tests.conftest import REPO, RunCli, copy_claude_fixtures
+from tests.conftest import FIXTURES, REPO, RunCli, copy_claude_fixtures
 
 # every agent's parser module (its declaration is ``helixd.adapters.declared.<module>``)
 AGENT_MODULES = frozenset(f"helixd.adapters.{a.parser}" for a in REGISTRY)
@@ -197,6 +198,19 @@ def test_a_rescan_that_finds_nothing_new_loads_no_event_loop_and_no_reader(store
     # without --json neither
     without = loaded(store, "ingest")
     assert not [m for m in RESCAN_NEVER if m in without], [m for m in RESCAN_NEVER if m in without]
+
+
+def test_a_rescan_that_meets_a_bundle_loads_no_hashlib(home: Path, helixctl: RunCli) -> None:
+    """OpenCode's JSON tree is stamped by a BLAKE2b of its members: taken from CPython's
+    ``_blake2`` (the same function), not through ``hashlib``, which loads OpenSSL (~3.5 ms)."""
+    shutil.copytree(FIXTURES / "opencode_tree", home / ".local/share/opencode/storage")
+    first = orjson.loads(helixctl("ingest", "--json").stdout)
+    assert first["files_read"] > 0, first
+    again = orjson.loads(helixctl("ingest", "--json").stdout)
+    assert again["files"] == first["files"] and again["files_read"] == 0, again
+    modules = loaded(helixctl, "ingest", "--json")
+    assert "helixd.ingest.plan" in modules and "helixd.sources.bundle" in modules
+    assert "hashlib" not in modules and "_hashlib" not in modules
 
 
 # `helixctl --version` (and `-h`): the interpreter, argparse and the command table; no command's

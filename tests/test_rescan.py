@@ -19,10 +19,11 @@ import pytest
 from helixd import config
 from helixd.adapters.registry import REGISTRY
 from helixd.cli.ingest import _ingest
-from helixd.ingest.plan import Plan, idle_summary, plan
+from helixd.ingest.plan import Plan, idle_summary, plan, store_facts
 from helixd.readconfig import read_config
 from helixd.sources import listings
 from helixd.sources.discover import agent_roots
+from helixd.store.projects import known_projects
 from tests.conftest import FIXTURES, REPO, cli_env
 
 HELIXCTL = Path(sys.executable).parent / "helixctl"
@@ -158,3 +159,34 @@ def test_the_first_step_follows_the_configured_roots(world: tuple[Path, dict[str
     assert orjson.loads(run(env, "ingest", "--json"))["files_read"] == 0
     cfg.write_text(f"[agents.claude]\nroots = [{str(project.parent)!r}]\n")
     assert not first_step(env).idle
+
+
+COUNT_CONNECTS = (
+    "import sys\n"
+    "opened = []\n"
+    "sys.addaudithook(lambda e, a: opened.append(a[0]) if e == 'sqlite3.connect' else None)\n"
+    "from helixd.cli.main import main\n"
+    "main(['ingest', '--json'])\n"
+    "print(len([p for p in opened if 'helix.db' in str(p)]), file=sys.stderr)\n"
+)
+
+
+def test_a_rescan_with_nothing_new_opens_the_store_once(world: tuple[Path, dict[str, str]]) -> None:
+    """The cursors, the store's state and the project directories are read on one read-only
+    connection (each open parses the store's schema again)."""
+    _, env = world
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_CONNECTS],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)["files_read"] == 0
+    assert done.stderr.split()[-1] == "1", done.stderr[-2000:]
+    rc = read_config()
+    facts = store_facts(rc.store_db, VERSIONS)
+    assert not isinstance(facts, Plan)
+    assert facts["projects"] == known_projects(rc.store_db) != []

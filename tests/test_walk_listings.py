@@ -211,3 +211,76 @@ def test_the_key_changes_when_a_declaration_module_changes() -> None:
     finally:
         os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert cache_key(__version__) == key
+
+
+PROJECT_AGENTS = [adapter_named(name) for name in ("aider", "crush", "opencode_go")]
+
+
+def project_walk(dirs: list[Path], cache: Path | None) -> tuple[list[str], Listings | None]:
+    kept = Listings.load(cache, cache_key(__version__)) if cache is not None else None
+    pairs = [(adapter, d) for adapter in PROJECT_AGENTS for d in dirs]
+    found = sorted(s.path for s in discover(pairs, listings=kept))
+    if kept is not None:
+        kept.save()
+    return found, kept
+
+
+def test_project_directories_kept_unchanged_are_not_looked_into_and_nothing_is_missed(
+    tmp_path: Path, no_racy_window: None
+) -> None:
+    """Project roots (Aider, Crush, OpenCode's Go version): a directory whose identity and
+    times are as kept answers which of the agents' names it holds with one ``stat``; a
+    name created in it, or a database created in a ``.crush`` it already held, is found."""
+    dirs = [tmp_path / "work" / f"p{i}" for i in range(6)]
+    for d in dirs:
+        d.mkdir(parents=True)
+    (dirs[0] / ".aider.chat.history.md").write_text("# aider chat started\n")
+    (dirs[1] / ".crush").mkdir()
+    (dirs[1] / ".crush" / "crush.db").write_bytes(b"")
+    (dirs[2] / ".crush").mkdir()  # the directory, no database yet
+    (dirs[3] / ".opencode").write_text("a file where a directory is expected")
+    cache = tmp_path / "cache" / "listings.json"
+    fresh, _ = project_walk(dirs, None)
+    assert fresh == [str(dirs[0] / ".aider.chat.history.md"), str(dirs[1] / ".crush/crush.db")]
+    first, _ = project_walk(dirs, cache)
+    assert first == fresh
+    again, kept = project_walk(dirs, cache)
+    assert again == fresh and kept is not None
+    assert kept.hits == len(dirs)  # each project directory answered from its kept look
+
+    time.sleep(TICK)
+    (dirs[4] / ".aider.chat.history.md").write_text("# aider chat started\n")  # a new name
+    (dirs[2] / ".crush" / "crush.db").write_bytes(b"")  # inside a directory already held
+    (dirs[5] / ".opencode").mkdir()
+    (dirs[5] / ".opencode" / "opencode.db").write_bytes(b"")
+    after, _ = project_walk(dirs, cache)
+    assert (
+        after
+        == project_walk(dirs, None)[0]
+        == sorted(
+            [
+                *fresh,
+                str(dirs[4] / ".aider.chat.history.md"),
+                str(dirs[2] / ".crush/crush.db"),
+                str(dirs[5] / ".opencode/opencode.db"),
+            ]
+        )
+    )
+
+
+def test_a_kept_walk_records_what_a_fresh_walk_records_beside_the_files(
+    tree: Path, tmp_path: Path, no_racy_window: None
+) -> None:
+    """A subagent's companion ``.meta.json`` that is a FIFO is recorded as unreadable by a
+    walk from the kept listings as by a fresh one (its directory is kept: the FIFO is no
+    name the agent claims)."""
+    os.mkfifo(tree / "b" / "s1" / "subagents" / "agent-x.meta.json")
+    cache = tmp_path / "cache" / "listings.json"
+    fresh = discover([(CLAUDE, tree)])
+    paths = [s.path for s in fresh]
+    walk(tree, cache)
+    kept = Listings.load(cache, cache_key(__version__))
+    again = discover([(CLAUDE, tree)], listings=kept)
+    assert [s.path for s in again] == paths
+    assert kept.hits >= 3  # the subagents' directory among them
+    assert again.skipped == fresh.skipped != []

@@ -75,6 +75,7 @@ def _no_sidecar(path: str) -> str | None:
 
 
 NO_BUNDLE: Final = _no_sidecar  # ``Adapter.bundle`` of an agent whose files stand alone
+NO_SIDECAR: Final = _no_sidecar  # ``Adapter.sidecar`` of an agent that reads none
 
 
 def _appended(rel: str) -> bool:

@@ -64,24 +64,26 @@ def ingest(ctx: Context, args: Namespace) -> None:
     with the retention pass (`helixctl evict`) unless --no-evict; a sweep that found
     nothing new changes nothing, so it skips the pass too."""
     from helixd.adapters.registry import REGISTRY
-    from helixd.ingest.plan import idle_summary, plan
+    from helixd.ingest.plan import Plan, idle_summary, plan, store_facts
     from helixd.query.projects import known_projects
-    from helixd.sources.discover import agent_roots
+    from helixd.sources.discover import root_pairs
 
     started = time.perf_counter()
     agents, roots, as_json, no_evict = tuple(args.agents), args.roots, args.as_json, args.no_evict
     check_agents(agents)
     rc = read_settings(ctx)
     chosen = [a for a in REGISTRY if not agents or a.name in agents]
+    versions = {a.name: a.version for a in REGISTRY}
+    facts = store_facts(rc.store_db, versions)  # one connection: the cursors and the projects
     if roots:
         pairs = [(a, r.expanduser().resolve()) for a in chosen for r in roots]
-    else:
-        projects = known_projects(rc.store_db)
-        pairs = agent_roots(rc, chosen, os.environ, Path.home(), projects)
+    elif isinstance(facts, Plan):  # no store yet, a migration due…: the projects on their own
+        pairs = root_pairs(rc, chosen, os.environ, Path.home(), known_projects(rc.store_db))
+    else:  # the projects read with the cursors
+        pairs = root_pairs(rc, chosen, os.environ, Path.home(), facts["projects"])
     from helixd.paths import cache_dir
 
-    versions = {a.name: a.version for a in REGISTRY}
-    first = plan(rc.store_db, pairs, versions, listings=cache_dir() / "listings.json")
+    first = plan(rc.store_db, pairs, versions, cache_dir() / "listings.json", facts)
     if first.idle:
         summary = idle_summary(first, rc.store_db, pairs, started)
     else:

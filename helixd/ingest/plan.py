@@ -27,6 +27,7 @@ from helixd.sources.discover import discover
 from helixd.sources.gate import NOT_REGULAR, Refused, Source, refusal
 from helixd.sources.listings import Listings, cache_key
 from helixd.store import queries
+from helixd.store.projects import projects_of
 from helixd.store.readonly import NoStore, open_reader
 from helixd.store.schema import MIGRATIONS
 
@@ -43,13 +44,17 @@ class Plan(NamedTuple):
 
 def plan(
     db: Path,
-    pairs: Iterable[tuple[Adapter, Path]],
+    pairs: Iterable[tuple[Adapter, Path | str]],
     versions: dict[str, int],
     listings: Path | None = None,
+    facts: dict[str, Any] | Plan | None = None,
 ) -> Plan:
     """``listings``: the file keeping the walk's directory listings between runs
-    (``helixd.sources.listings``; None: every directory is listed)."""
-    facts = _facts(db, versions)
+    (``helixd.sources.listings``; None: every directory is listed).  ``facts``: what
+    ``store_facts`` read just before (the caller found the project roots there), else read
+    now."""
+    if facts is None:
+        facts = store_facts(db, versions)
     if isinstance(facts, Plan):
         return facts
     known: dict[str, tuple[Any, ...]] = facts["files"]
@@ -116,10 +121,12 @@ def _compare(
     return found
 
 
-def _facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
-    """The cursors and the store's state (``queries.rescan_facts``), or the plan that the
-    store itself calls for (none yet, a migration, digests due, unreadable)."""
-    if not db.is_file():
+def store_facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
+    """The cursors and the store's state (``queries.rescan_facts``) and, under
+    ``"projects"``, the known project directories (``store.projects.projects_of``), read on
+    one read-only connection (each open parses the store's schema of ~100 objects); or the
+    plan that the store itself calls for (none yet, a migration, digests due, unreadable)."""
+    if not os.path.isfile(db):
         return Plan(False, "no store yet")
     try:
         con = open_reader(db, busy_timeout_ms=2_000)
@@ -127,6 +134,7 @@ def _facts(db: Path, versions: dict[str, int]) -> dict[str, Any] | Plan:
         return Plan(False, "the store needs opening for writing (first run or upgrade)")
     try:
         facts = queries.rescan_facts(con, versions)
+        facts["projects"] = projects_of(con)
     except Exception as exc:  # sqlite3.Error: let the full ingest meet it and report it
         return Plan(False, f"cannot read the cursors: {exc}")
     finally:
@@ -194,7 +202,7 @@ def _under(directory: str, roots: set[str]) -> bool:
 
 
 def idle_summary(
-    p: Plan, db: Path, pairs: Iterable[tuple[Adapter, Path]], started: float
+    p: Plan, db: Path, pairs: Iterable[tuple[Adapter, Path | str]], started: float
 ) -> dict[str, Any]:
     """The summary a full ingest would print when it found nothing to do."""
     summary = IngestStats(files_seen=p.files_seen, seconds=time.perf_counter() - started)

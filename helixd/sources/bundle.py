@@ -30,10 +30,13 @@ import os
 import stat as stat_mod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from helixd.sources.filestat import FileStat, stat_db, stat_file
 from helixd.sources.gate import Source, open_source
+
+if TYPE_CHECKING:
+    from _blake2 import blake2b as Blake2b
 
 MEMBER_SUFFIX: Final = ".json"
 MAX_MEMBERS: Final = 10_000  # parts read with one message at most (the rest are left out)
@@ -91,6 +94,18 @@ def _member_names(dfd: int) -> list[str]:
     return names[:MAX_MEMBERS]
 
 
+def blake2b_64(data: bytes) -> Blake2b:
+    """A 64-bit BLAKE2b of ``data``, updatable.  CPython's own ``_blake2`` — the very
+    ``hashlib.blake2b`` (hashlib never takes BLAKE2 from OpenSSL), so the stamps stored are
+    the same — without importing ``hashlib``, which loads OpenSSL's ``_hashlib`` (~3.5 ms of
+    every re-scan that meets a bundle); ``hashlib``'s where a build lacks ``_blake2``."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - a Python built without its BLAKE2
+        from hashlib import blake2b
+    return blake2b(data, digest_size=8)
+
+
 class _Stamp:
     """The bundle's stamp as its files are met (the message's first, then the members in
     name order): their sizes summed, and a 64-bit BLAKE2b digest of each one's (name, size,
@@ -99,10 +114,8 @@ class _Stamp:
     __slots__ = ("digest", "size")
 
     def __init__(self, size: int, mtime_ns: int, dir_mtime_ns: int | None) -> None:
-        from hashlib import blake2b  # only for a bundle (OpenCode's JSON tree)
-
         self.size = size
-        self.digest = blake2b(f"{size}\0{mtime_ns}\0{dir_mtime_ns}\n".encode(), digest_size=8)
+        self.digest = blake2b_64(f"{size}\0{mtime_ns}\0{dir_mtime_ns}\n".encode())
 
     def add(self, name: str, size: int, mtime_ns: int) -> None:
         self.size += size

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from helixd.adapters import Adapter
+from helixd.adapters.base import NO_SIDECAR
 from helixd.sources.gate import (
     DENIED,
     NOT_REGULAR,
@@ -28,9 +29,11 @@ from helixd.sources.gate import (
     REASONS,
     SYMLINK,
     Gate,
+    RealPaths,
     Refused,
     Root,
     Source,
+    is_normal_path,
     kind_of,
     reason_of,
 )
@@ -63,20 +66,40 @@ def agent_roots(
     defaults (which honour the agents' own variables such as ``CLAUDE_CONFIG_DIR``).  An
     agent that keeps its files in each project (``project_files``) also gets every
     directory of ``projects`` (where known sessions ran: ``store.projects``) as a root."""
-    pairs: list[tuple[Adapter, Path]] = []
-    # each project once, compared as text (hundreds: a Path's hash is Python code)
-    unique = dict.fromkeys(os.fspath(p) for p in projects)
-    dirs = list({str(d): d for d in map(Path, unique)}.values())
+    pairs = root_pairs(settings, adapters, environ, home, projects)
+    return [(adapter, Path(root) if isinstance(root, str) else root) for adapter, root in pairs]
+
+
+def root_pairs(
+    settings: RootsConf,
+    adapters: Iterable[Adapter],
+    environ: Mapping[str, str],
+    home: Path,
+    projects: Iterable[str | Path] = (),
+) -> list[tuple[Adapter, Path | str]]:
+    """``agent_roots`` with the project directories as text, for a walk (``Gate`` and
+    ``discover`` take either): the re-scan makes no ``Path`` for each of hundreds of
+    projects."""
+    pairs: list[tuple[Adapter, Path | str]] = []
+    # each project once, as text (hundreds: no Path made; the text of a normal absolute
+    # path is its Path's, any other is written as its Path would be)
+    dirs = list(
+        dict.fromkeys(
+            t if is_normal_path(t) else str(Path(t)) for t in (os.fspath(p) for p in projects)
+        )
+    )
     for adapter in adapters:
         conf = settings.agent(adapter.name)
         if not conf.enabled:
             continue
         roots = [r.expanduser() for r in conf.roots] or adapter.default_roots(environ, home)
-        if adapter.project_files:
-            roots = list(dict.fromkeys(roots))
-            listed = {os.fspath(r) for r in roots}
-            roots.extend(d for d in dirs if os.fspath(d) not in listed)
+        if not adapter.project_files:
+            pairs.extend((adapter, root) for root in roots)
+            continue
+        roots = list(dict.fromkeys(roots))
         pairs.extend((adapter, root) for root in roots)
+        listed = {os.fspath(r) for r in roots}
+        pairs.extend((adapter, d) for d in dirs if d not in listed)
     return pairs
 
 
@@ -125,7 +148,7 @@ class Discovery:
 
     def __init__(
         self,
-        roots: Gate | Iterable[tuple[Adapter, Path]],
+        roots: Gate | Iterable[tuple[Adapter, Path | str]],
         *,
         check_access: bool = False,
         held: Callable[[str], object] | None = None,
@@ -139,11 +162,17 @@ class Discovery:
         self.listings = listings
         self.skipped: list[Skip] = []
         self._recorded: set[str] = set()
+        self._projects_present: dict[str, frozenset[str] | None] = {}
+        self._project_names: list[str] | None = None
+        self._project_scope = ""
+        self._realpaths = RealPaths()
 
     def __iter__(self) -> Iterator[Source]:
         self.skipped = []
         self._recorded = set()
-        roots = self.gate.resolve()
+        self._projects_present = {}
+        self._realpaths = RealPaths()
+        roots = self.gate.resolve(self._realpaths)
         reals = {r.real for r in roots}
         seen: set[str] = set()
         trace = self.trace
@@ -159,8 +188,13 @@ class Discovery:
 
     def _project(self, root: Root, seen: set[str]) -> Iterator[Source]:
         """A project directory: only the agent's few files in it are looked at (one
-        ``lstat`` each), never a walk."""
+        ``lstat`` each), never a walk — and with ``listings``, only those whose first
+        component the directory held when it was last seen unchanged (``_present``)."""
+        kept = self.listings is not None and self.trace is None  # a survey's trace: every file
+        present = self._present(root.path) if kept else None
         for rel in root.adapter.project_files:
+            if present is not None and rel.partition("/")[0] not in present:
+                continue  # absent: the project directory is as it was when that was seen
             path = os.path.join(root.path, rel)
             try:
                 mode = os.lstat(path).st_mode
@@ -189,6 +223,59 @@ class Discovery:
             seen.add(path)
             yield Source(root.adapter, root.path, path, rel)
 
+    def _present(self, dirpath: str) -> frozenset[str] | None:
+        """Which first components of the project files (``Adapter.project_files``: a name
+        such as ``.aider.chat.history.md``, or a directory such as ``.crush``) the project
+        directory holds: one ``stat`` of the directory when its kept answer still holds
+        (same device, inode, ctime and mtime: no entry was created, removed or renamed in
+        it since), else one ``lstat`` per name, kept for the next walk.  Shared by the
+        agents that look in the same directory (hundreds of projects × three agents: a
+        missing file's ``lstat`` costs ~5 µs, its exception most of it).  None: the
+        answer is unsure (a name could not be looked at): every file is looked at."""
+        if dirpath in self._projects_present:
+            return self._projects_present[dirpath]
+        listings = self.listings
+        assert listings is not None
+        names = self._project_names
+        if names is None:
+            names = self._project_names = sorted(
+                {
+                    rel.partition("/")[0]
+                    for root in self.gate.configured
+                    for rel in root[0].project_files
+                }
+            )
+            self._project_scope = f"projects:{len(names)}:{'|'.join(names)}:"
+            listings.walking(self._project_scope)
+        scope = self._project_scope
+        # before the look-ups, as a listing's: the roots' resolution just took it (an lstat
+        # of a directory that is no link is its stat), else one stat now
+        st = self._realpaths.stats.get(dirpath)
+        if st is None:
+            before = stamp(dirpath, follow=True)
+        else:
+            before = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+        kept = listings.get(scope, dirpath, before)
+        present: frozenset[str] | None
+        if kept is not None:
+            present = frozenset(kept[0])
+        else:
+            found: list[str] = []
+            sure = True
+            for name in names:
+                try:
+                    os.lstat(os.path.join(dirpath, name))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError:
+                    sure = False  # the files' own look-ups meet it and record it
+                found.append(name)
+            present = frozenset(found)
+            if sure:
+                listings.put(scope, dirpath, before, found, [])
+        self._projects_present[dirpath] = present
+        return present
+
     def _walk(self, root: Root, reals: set[str], seen: set[str]) -> Iterator[Source]:
         """``reals``: every root's real path (this one's too: its own path is never a
         subdirectory of itself).  With ``listings``, a directory unchanged since the last
@@ -200,6 +287,9 @@ class Discovery:
         scope = f"{root.adapter.name}:{root.adapter.version}:{deepest}:{root.path}"
         if listings is not None:
             listings.walking(scope)
+        adapter = root.adapter
+        plain = self.held is None and not self.check_access  # nothing held back or tested
+        sidecar = None if adapter.sidecar is NO_SIDECAR else adapter.sidecar
         while stack:
             dirpath, prefix = stack.pop()
             descend = deepest is None or prefix.count("/") < deepest
@@ -212,10 +302,21 @@ class Discovery:
                 if kept is not None:
                     files, dirs = kept
                     at = dirpath.rstrip("/") + "/"  # the entries' paths, as scandir's
-                    for name in files:
-                        src = self._file(root, at + name, prefix + name, seen)
-                        if src is not None:
-                            yield src
+                    if plain:  # the re-scan's case, thousands of files: ``_file`` inline
+                        for name in files:
+                            path = at + name
+                            if path in seen:
+                                continue
+                            seen.add(path)
+                            found = Source(adapter, root.path, path, prefix + name)
+                            if sidecar is not None and sidecar(path) is not None:
+                                self._companion(found)
+                            yield found
+                    else:
+                        for name in files:
+                            src = self._file(root, at + name, prefix + name, seen)
+                            if src is not None:
+                                yield src
                     if descend:
                         real = root.real.rstrip("/") + "/"
                         stack.extend(
@@ -352,7 +453,7 @@ class Discovery:
 
 
 def discover(
-    roots: Gate | Iterable[tuple[Adapter, Path]],
+    roots: Gate | Iterable[tuple[Adapter, Path | str]],
     held: Callable[[str], object] | None = None,
     listings: Listings | None = None,
 ) -> Discovery:
@@ -376,7 +477,7 @@ def unreadable_summary(found: Iterable[tuple[str, str]], examples: int = 10) -> 
 
 
 def survey(
-    roots: Gate | Iterable[tuple[Adapter, Path]], trace: Trace | None = None
+    roots: Gate | Iterable[tuple[Adapter, Path | str]], trace: Trace | None = None
 ) -> dict[str, Any]:
     """What is under the roots now, without opening anything: the files Helix would read
     and those it cannot (for ``helixctl status`` and ``doctor``).  ``trace``: filled with

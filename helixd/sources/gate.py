@@ -136,12 +136,12 @@ def _owner(root: Root, rel: str) -> Source | None:
 
 def _norm(path: str | Path) -> str:
     text = os.fspath(path)
-    if _normal(text):
+    if is_normal_path(text):
         return text  # already absolute and normal (a Path's text): no normpath to run
     return os.path.abspath(text)
 
 
-def _normal(text: str) -> bool:
+def is_normal_path(text: str) -> bool:
     """An absolute path without an empty, ``.`` or ``..`` component and no trailing slash
     (substring tests, in C: a compiled pattern costs every command that walks ~1 ms, and a
     component-by-component test in Python costs more per root than the pattern did)."""
@@ -163,13 +163,16 @@ def _below(path: str, root: str) -> str | None:
     return None
 
 
-class _RealPaths:
+class RealPaths:
     """``os.path.realpath`` for many roots at once: each distinct directory is resolved
     once, and a directory whose last component is no link costs one ``lstat`` on top of
-    its parent's resolution (hundreds of project directories share their parents)."""
+    its parent's resolution (hundreds of project directories share their parents).
+    ``stats``: that ``lstat`` of each path that is a directory (not a link), for the walk
+    to reuse (``Discovery``: a project directory's stamp)."""
 
     def __init__(self) -> None:
         self.known: dict[str, str] = {}
+        self.stats: dict[str, os.stat_result] = {}
 
     def __call__(self, path: str) -> str:
         hit = self.known.get(path)
@@ -180,9 +183,13 @@ class _RealPaths:
             real = os.path.realpath(path)
         else:
             try:
-                is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+                st = os.lstat(path)
             except OSError:
                 is_link = False  # absent: realpath keeps the name as it is
+            else:
+                is_link = stat.S_ISLNK(st.st_mode)
+                if stat.S_ISDIR(st.st_mode):
+                    self.stats[path] = st
             real = os.path.realpath(path) if is_link else os.path.join(self(parent), name)
         self.known[path] = real
         return real
@@ -197,11 +204,12 @@ class Gate:
     def __init__(self, pairs: Iterable[tuple[Adapter, Path | str]]) -> None:
         self.configured = [(adapter, _norm(root)) for adapter, root in pairs]
 
-    def resolve(self) -> list[Root]:
+    def resolve(self, realpath: RealPaths | None = None) -> list[Root]:
         """The roots with their real paths now, one per (adapter, real directory), in the
         configured order.  Roots that are the same directory share one name, whatever
-        their order: the one that is its own real path, else the first in sort order."""
-        realpath = _RealPaths()
+        their order: the one that is its own real path, else the first in sort order.
+        ``realpath``: the resolver to use (and fill), for a caller that reuses its stats."""
+        realpath = RealPaths() if realpath is None else realpath
         resolved = [(adapter, path, realpath(path)) for adapter, path in self.configured]
         named: dict[str, str] = {}
         for _, path, real in resolved:

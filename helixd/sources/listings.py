@@ -8,7 +8,9 @@ in it (or a ``chmod`` of it) sets its ctime and mtime; a file appended to change
 ``<cache dir>/listings.json`` (0600) keeps, per adapter and directory, the directory's
 identity and times and what the walk decided there — the claimed regular files and the
 subdirectories, in name order — and a walk that finds the directory with the same device,
-inode, ctime and mtime (one ``stat``) takes them instead of listing it.
+inode, ctime and mtime (one ``stat``) takes them instead of listing it.  A project directory
+(``Adapter.project_files``) is kept the same way under the scope ``projects:…`` (the names
+looked for): which of the agents' first names it held (``helixd.sources.discover``).
 
 Exact by construction:
 
