@@ -574,4 +574,14 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     ("m024_usage_days", usage_days.migration()),
     ("m025_status_totals", status_totals.migration()),
     ("m026_usage_layout", usage_layout.migration()),
+    (
+        "m027_event_totals_by_writer",
+        """
+        -- The events' running totals (m014) gain their inserted rows from the writer, one
+        -- statement per session's rows of a batch (helixd/store/writer.py
+        -- ``_count_events``), not from a trigger run once per event; the update and delete
+        -- triggers stay (eviction, re-normalization and rewrites go through them).
+        DROP TRIGGER event_totals_insert;
+        """,
+    ),
 )
