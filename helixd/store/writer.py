@@ -501,10 +501,11 @@ class Writer:
     def _count_events(self, rows: Sequence[tuple[Any, ...]], stored_all: bool) -> None:
         """Add the rows just inserted to the events' running totals (``event_totals``, what
         ``status`` and the retention budgets read): one statement per session's rows of a
-        batch, where m014's insert trigger ran one per event (m027 dropped it: ~15 % of the
-        store thread's CPU in a first ingest).  The UTF-8 bytes of summary and body are
-        counted here when every row went in as a string, else summed by SQLite from the
-        stored rows of the ids given (an ignored row's id is never used)."""
+        batch, where m014's insert trigger ran one per event (m027 dropped it: −8 % of the
+        store thread's SQL in a first ingest, docs/performance.md).  The UTF-8 bytes of
+        summary and body are counted here when every row went in as a string, else summed
+        by SQLite from the stored rows of the ids given (an ignored row's id is never
+        used)."""
         size = 0
         for row in rows if stored_all else ():
             for text in (row[_SUMMARY_AT], row[_BODY_AT]):
