@@ -5,8 +5,10 @@ other load do not blur it.
 ``--record FILE`` ingests the corpus once (``Ingestor.backfill``, parsed inline) and keeps
 every group commit's batches, prepared (rows made, raw compressed), in ``FILE`` (pickle).
 Then each run replays the recorded groups into a fresh store, in the same order and
-grouping, and prints the store thread's CPU (``time.thread_time``) for the commits and its
-wall time; ``--max-cpu`` exits 1 above that many seconds (median of the runs).
+grouping, and prints the store thread's CPU (``time.thread_time``) for the commits, its
+wall time and the bytes the process wrote to storage meanwhile (``/proc/self/io``: the WAL
+and the checkpoints' copies into the store file); ``--max-cpu`` exits 1 above that many
+seconds, ``--max-written`` above that many MB (medians of the runs).
 
 Two experiments measure what the "not done" items of issue 12 would save before anyone
 builds them (see docs/performance.md, fourth pass): ``--defer-fts memory`` holds every
@@ -69,12 +71,21 @@ _EVENT_INDEXES = {
 }
 
 
+def written_bytes() -> int:
+    """Bytes this process has caused to be written to storage so far (``/proc/self/io``)."""
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    return 0
+
+
 async def replay(
     groups: list[list[Any]],
     pragmas: Sequence[str],
     defer_fts: str | None = None,
     late_indexes: bool = False,
-) -> tuple[float, float, int]:
+) -> tuple[float, float, int, int]:
     from helixd.store.database import Store, now_ms
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,11 +138,11 @@ async def replay(
                 writer.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 return time.thread_time() - start
 
-            t0 = time.perf_counter()
+            t0, w0 = time.perf_counter(), written_bytes()
             cpu = await store.run(run_all)
-            wall = time.perf_counter() - t0
+            wall, written = time.perf_counter() - t0, written_bytes() - w0
         size = os.path.getsize(Path(tmp) / "w.db")
-    return cpu, wall, size
+    return cpu, wall, size, written
 
 
 def main() -> int:
@@ -151,28 +162,40 @@ def main() -> int:
         "--late-indexes", action="store_true", help="experiment: build events indexes after"
     )
     ap.add_argument("--max-cpu", type=float, default=None, help="exit 1 above (median, s)")
+    ap.add_argument(
+        "--max-written", type=float, default=None, help="exit 1 above (median, MB written)"
+    )
     args = ap.parse_args()
     os.environ.setdefault("TZ", "UTC")
     if args.again or not args.record.exists():
         asyncio.run(record(args.home.resolve(), args.record))
     with args.record.open("rb") as f:
         groups = pickle.load(f)
-    cpus = []
+    cpus, writes = [], []
     for n in range(args.runs):
-        cpu, wall, size = asyncio.run(
+        cpu, wall, size, written = asyncio.run(
             replay(groups, args.pragma, args.defer_fts, args.late_indexes)
         )
         cpus.append(cpu)
+        writes.append(written / 1e6)
         print(
             f"run {n + 1}: store thread {cpu:.2f} s CPU, {wall:.2f} s wall,"
-            f" store {size / 1e6:.0f} MB (load {os.getloadavg()[0]:.1f})"
+            f" wrote {written / 1e6:.0f} MB, store {size / 1e6:.0f} MB"
+            f" (load {os.getloadavg()[0]:.1f})"
         )
-    median = statistics.median(cpus)
-    print(f"median store-thread CPU {median:.2f} s over {len(cpus)} runs")
+    median, median_written = statistics.median(cpus), statistics.median(writes)
+    print(
+        f"median store-thread CPU {median:.2f} s, written {median_written:.0f} MB"
+        f" over {len(cpus)} runs"
+    )
+    missed = False
     if args.max_cpu is not None and median > args.max_cpu:
         print(f"MISS: {median:.2f} s > {args.max_cpu} s")
-        return 1
-    return 0
+        missed = True
+    if args.max_written is not None and median_written > args.max_written:
+        print(f"MISS: {median_written:.0f} MB written > {args.max_written} MB")
+        missed = True
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

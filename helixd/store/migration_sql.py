@@ -125,6 +125,19 @@ def recorded_cost() -> str:
     fills it, the adapters that record a cost having risen a version).  The rollups sum it
     with ``costed``, the number of their responses that carry one (NULL when none does), so
     a report can tell a recorded cost from a row the price table must price."""
+    return """
+        ALTER TABLE usage ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_buckets ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_buckets ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE usage_hours ADD COLUMN recorded_cost_usd REAL;
+        ALTER TABLE usage_hours ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
+        DROP TRIGGER usage_buckets_drop;
+        """ + usage_drop_trigger()
+
+
+def usage_drop_trigger() -> str:
+    """The delete trigger of ``usage`` as m016 made it (m026 makes it again on the new
+    table): a deleted fact is taken out of both rollups, its recorded dollars with it."""
     sums = []
     for table, where in (
         ("usage_buckets", "bucket = coalesce(OLD.ts, 0) / 900000 AND session_id = OLD.session_id"),
@@ -149,14 +162,7 @@ def recorded_cost() -> str:
             DELETE FROM {table} WHERE responses = 0 AND {where} AND model = OLD.model;"""
         )
     return (
-        """
-        ALTER TABLE usage ADD COLUMN recorded_cost_usd REAL;
-        ALTER TABLE usage_buckets ADD COLUMN recorded_cost_usd REAL;
-        ALTER TABLE usage_buckets ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE usage_hours ADD COLUMN recorded_cost_usd REAL;
-        ALTER TABLE usage_hours ADD COLUMN costed INTEGER NOT NULL DEFAULT 0;
-        DROP TRIGGER usage_buckets_drop;
-        CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN"""
+        """CREATE TRIGGER usage_buckets_drop AFTER DELETE ON usage BEGIN"""
         + "".join(sums)
         + """
         END;

@@ -13,7 +13,8 @@ Tables by tier (design spec §3):
   ``events`` rows (normalized ``SessionEvent``: summary and conversation text) stay;
   ``bad_lines``;
 * Tier 2 (durable, small): ``sessions``, ``usage`` (deduplicated usage facts, one per
-  API response), ``digests`` (spec §11.2 JSON).
+  API response; since m026 in insertion order, the dedup hash ``key`` under a unique index:
+  ``helixd/store/usage_layout.py``), ``digests`` (spec §11.2 JSON).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from helixd.store import status_totals, usage_days
+from helixd.store import status_totals, usage_days, usage_layout
 from helixd.store.migration_sql import (
     HOOK_SOURCES,
     NOW_MS,
@@ -572,4 +573,15 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
     ),
     ("m024_usage_days", usage_days.migration()),
     ("m025_status_totals", status_totals.migration()),
+    ("m026_usage_layout", usage_layout.migration()),
+    (
+        "m027_event_totals_by_writer",
+        """
+        -- The events' running totals (m014) gain their inserted rows from the writer, one
+        -- statement per session's rows of a batch (helixd/store/writer.py
+        -- ``_count_events``), not from a trigger run once per event; the update and delete
+        -- triggers stay (eviction, re-normalization and rewrites go through them).
+        DROP TRIGGER event_totals_insert;
+        """,
+    ),
 )

@@ -34,8 +34,9 @@ _EVENT_TOTALS: Final = (
 def tier1_bytes(con: sqlite3.Connection, segments: int | None = None) -> tuple[int, int, int]:
     """``(raw blocks, events, full-text index)`` bytes of Tier 1, counted as ``measure``
     counts them (their sum is what the retention budgets cap), without the per-session
-    grouping.  The events' part comes from the running total the triggers of migration
-    ``m014_event_totals`` keep (a scan of every event on a store not migrated yet).
+    grouping.  The events' part comes from the running total of migration
+    ``m014_event_totals``, kept by the writer's inserts (m027) and m014's update and delete
+    triggers (a scan of every event on a store not migrated yet).
     ``segments``: the index's segment bytes when the caller knows them (``index_shape``)."""
     try:
         total = con.execute(_EVENT_TOTALS).fetchone()

@@ -71,6 +71,19 @@ _INSERT_EVENT: Final = (
 # keep entries of events that eviction or re-normalization deleted): the highest id ever
 # given is kept here.
 _ID_FLOOR_KEY: Final = "event_id_floor"
+# Where an event row (``_INSERT_EVENT``'s values) holds its summary and body.
+_SUMMARY_AT: Final = 7 + [c.strip() for c in _EVENT_CONTENT.split(",")].index("summary")
+_BODY_AT: Final = _SUMMARY_AT + 1
+_ADD_EVENT_TOTALS: Final = (
+    "UPDATE event_totals SET event_rows = event_rows + ?, text_bytes = text_bytes + ? WHERE id = 1"
+)
+# The same from the stored rows of an id range (some rows of the range were ignored).
+_COUNT_EVENT_TOTALS: Final = (
+    "UPDATE event_totals SET (event_rows, text_bytes) = (SELECT event_rows + count(*),"
+    " text_bytes + coalesce(sum(length(CAST(summary AS BLOB))"
+    " + coalesce(length(CAST(body AS BLOB)), 0)), 0) FROM events WHERE id BETWEEN ? AND ?)"
+    " WHERE id = 1"
+)
 _UPDATE_EVENT: Final = (
     "UPDATE events SET "
     + ", ".join(f"{c.strip()} = ?" for c in _EVENT_CONTENT.split(","))
@@ -471,6 +484,7 @@ class Writer:
         stored_all = True
         if rows:
             stored_all = self.con.executemany(_INSERT_EVENT, rows).rowcount == len(rows)
+            self._count_events(rows, stored_all)
         if updates:
             self.search.unindex(session_id, list(redocs))
             self.con.executemany(_UPDATE_EVENT, updates)
@@ -483,6 +497,26 @@ class Writer:
             (next_seq, len(rows), messages, now, session_id),
         )
         return first_seq == 0 and bool(rows)
+
+    def _count_events(self, rows: Sequence[tuple[Any, ...]], stored_all: bool) -> None:
+        """Add the rows just inserted to the events' running totals (``event_totals``, what
+        ``status`` and the retention budgets read): one statement per session's rows of a
+        batch, where m014's insert trigger ran one per event (m027 dropped it: −8 % of the
+        store thread's SQL in a first ingest, docs/performance.md).  The UTF-8 bytes of
+        summary and body are counted here when every row went in as a string, else summed
+        by SQLite from the stored rows of the ids given (an ignored row's id is never
+        used)."""
+        size = 0
+        for row in rows if stored_all else ():
+            for text in (row[_SUMMARY_AT], row[_BODY_AT]):
+                if type(text) is str:  # UTF-8 bytes; an ASCII string's length, no scan
+                    size += len(text) if text.isascii() else len(text.encode())
+                elif text is not None:  # not a string: SQLite's own text of it
+                    stored_all = False
+        if stored_all:
+            self.con.execute(_ADD_EVENT_TOTALS, (len(rows), size))
+        else:
+            self.con.execute(_COUNT_EVENT_TOTALS, (rows[0][0], rows[-1][0]))
 
     def take_changes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(new, updated)`` session uids of the last transaction."""
