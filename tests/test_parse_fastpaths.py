@@ -1,9 +1,11 @@
 """The parse loops' fast paths (issue 12, worker side) answer exactly what the general path
 answers: ``fields.count``'s early return for the usual values against ``values.tokens`` for
-any JSON value (same count, or the same refusal naming the same field)."""
+any JSON value (same count, or the same refusal naming the same field); ``keys.key64`` (a
+copied hasher) against its definition."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from helixd.adapters.fields import count
 from helixd.core.values import MAX_TOKENS, Rejected, tokens
+from helixd.store.keys import key64
 
 _JSON = st.recursive(
     st.none()
@@ -40,3 +43,20 @@ def test_count_answers_as_tokens_for_any_value(value: Any, present: bool) -> Non
     obj = {"n": value} if present else {}
     expected = _answer(tokens, obj.get("n"), "message.usage.n")
     assert _answer(count, obj, "n", "message.usage") == expected
+
+
+def _key64_by_definition(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80) | st.sampled_from(["", "a\ud800b", "uuid#0:1a2b3c4d", "é" * 200]))
+def test_key64_is_blake2b_8_little_endian_signed(text: str) -> None:
+    """The stored keys must not change: every event row and usage fact is found by them."""
+    assert key64(text) == _key64_by_definition(text)
+
+
+def test_key64_known_value() -> None:
+    assert key64("claude:abc") == _key64_by_definition("claude:abc")
+    assert key64("claude:abc") != key64("claude:abd")
