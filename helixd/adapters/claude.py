@@ -49,6 +49,8 @@ _KNOWN = """user assistant system summary progress queue-operation attachment mo
 KNOWN_TYPES: Final = frozenset(_KNOWN.split())
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+# A record's session facts: (its field, the session's) — copied when a non-empty string.
+_SESSION_FIELDS: Final = (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version"))
 
 
 @functools.lru_cache(maxsize=4096)  # once per file, not per read (the daemon reads often)
@@ -96,6 +98,7 @@ class _FileParse(ToolBlocks):
         self.sidechain = False
         self.crc = ""
         self.share = 0
+        self.rank_of: tuple[tuple[bool, int | None] | None, str] = (None, "")
 
     def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None:
         """Append an event of the current line.  ``name`` (``<uuid>#<block>``) is what
@@ -125,19 +128,23 @@ class _FileParse(ToolBlocks):
         file's name: a resume copies records verbatim into a new file), then the earliest
         first record, then the path."""
         native = get_str(self.obj, "sessionId") == self.native
-        sub = 1 if self.is_sub else 0
-        return f"{sub}{0 if native else 1}{self.first_ts or 0:015d}{self.path}"
+        memo = (native, self.first_ts)
+        if memo != self.rank_of[0]:  # the same for every response of a file, nearly
+            sub = 1 if self.is_sub else 0
+            self.rank_of = (memo, f"{sub}{0 if native else 1}{self.first_ts or 0:015d}{self.path}")
+        return self.rank_of[1]
 
     def note_session(self, obj: Mapping[str, Any]) -> None:
-        ts = self.ts
+        ts, info = self.ts, self.info
         if ts is not None:
             if self.first_ts is None or ts < self.first_ts:
                 self.first_ts = ts
-            self.info["last_ts"] = max(ts, self.info.get("last_ts") or ts)
-            self.info["first_ts"] = min(ts, self.info.get("first_ts") or ts)
-        for src, dst in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version")):
-            if value := get_str(obj, src):
-                self.info[dst] = value
+            info["last_ts"] = max(ts, info.get("last_ts") or ts)
+            info["first_ts"] = min(ts, info.get("first_ts") or ts)
+        for src, dst in _SESSION_FIELDS:
+            value = obj.get(src)
+            if value and isinstance(value, str):
+                info[dst] = value
         if self.is_sub and self.parent_native is None and (sid := get_str(obj, "sessionId")):
             self.parent_native = sid
 
@@ -153,7 +160,8 @@ class _FileParse(ToolBlocks):
         self.ts = parse_ts(obj.get("timestamp"))
         self.sidechain = bool(obj.get("isSidechain", False))
         self.crc = f"{zlib.crc32(raw):08x}"
-        content = get_dict(obj, "message").get("content")
+        message = get_dict(obj, "message")
+        content = message.get("content")
         # Bulky bodies stay in the raw line; each block is charged its share of it.
         self.share = len(raw) // (len(content) if isinstance(content, list) and content else 1)
         key = get_str(obj, "uuid") or f"@{len(raw)}"
@@ -161,10 +169,10 @@ class _FileParse(ToolBlocks):
         parent = f"{parent_uuid}#0" if isinstance(parent_uuid, str) else None
         if rtype == "assistant":
             self.note_session(obj)
-            self.assistant(get_dict(obj, "message"), key, parent)
+            self.assistant(message, key, parent)
         elif rtype == "user":
             self.note_session(obj)
-            self.user(get_dict(obj, "message"), key, parent)
+            self.user(message, key, parent)
         else:
             if self.ts is not None and rtype != "summary":
                 self.note_session({})

@@ -14,13 +14,20 @@ from typing import Any
 import orjson
 
 from helixd.adapters.jsonl import iter_text_blocks
-from helixd.core.values import tokens, usd
+from helixd.core.values import MAX_TOKENS, tokens, usd
 
 
 def count(obj: Mapping[str, Any], key: str, where: str) -> int:
     """The token count ``obj[key]`` (``helixd.core.values.tokens``): 0 when absent; raises
-    ``Rejected`` naming ``where.key`` for a value that is not a count."""
-    return tokens(obj.get(key), f"{where}.{key}")
+    ``Rejected`` naming ``where.key`` for a value that is not a count.  The usual values (an
+    int in range, or nothing) return before the field's name is built (issue 12: five
+    counts per Claude response, ~0.3 µs each)."""
+    value = obj.get(key)
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value
+    if value is None:
+        return 0
+    return tokens(value, f"{where}.{key}")
 
 
 def cost(obj: Mapping[str, Any], key: str, where: str) -> float | None:
