@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Final, TypeVar
 
@@ -115,6 +116,13 @@ def repo_of(cwd: Any) -> str | None:
     included, since transcripts travel between machines)."""
     if not isinstance(cwd, str) or not cwd:
         return None
+    return _last_component(cwd)
+
+
+@lru_cache(maxsize=1024)
+def _last_component(cwd: str) -> str:
+    """(cached: a live run upserts each busy session every few lines with the same working
+    directory; a ``PurePath`` costs ~4 us, a cache hit 0.2 us)"""
     path = PureWindowsPath(cwd) if "\\" in cwd else PurePosixPath(cwd)
     return path.name or cwd
 
