@@ -50,6 +50,11 @@ def _run(ids: dict[str, int]) -> list[Batch]:
     (a replay after a crash: skipped), parents stored before and in the run, a session new
     in the run, usage facts, a session named by two files."""
     fact = UsageFact("msg-1", "claude:a", TS, "claude-x", input_tokens=5, output_tokens=7)
+    # the same response streamed on in the next batch (larger counters), and claimed by
+    # another file's session with an earlier rank (it takes the credit)
+    more = fact._replace(output_tokens=30, rank="b")
+    claimed = fact._replace(session_uid="claude:c", input_tokens=6, rank="a")
+    other = UsageFact("msg-2", "claude:b", TS + 5, "claude-y", input_tokens=3, output_tokens=4)
     return [
         _batch(
             "a",
@@ -66,6 +71,7 @@ def _run(ids: dict[str, int]) -> list[Batch]:
             start=100,
             file_id=ids["b"],
             title="bee",
+            usage=[other],
         ),
         _batch(
             "a",
@@ -73,8 +79,16 @@ def _run(ids: dict[str, int]) -> list[Batch]:
             [("a3", "a2", "alpha three"), ("a4", "a0", "alpha four")],
             start=200,
             file_id=ids["a"],
+            usage=[more],
         ),
-        _batch("c", "/src/c.jsonl", [("c1", None, "gamma one")], start=100, file_id=ids["c"]),
+        _batch(
+            "c",
+            "/src/c.jsonl",
+            [("c1", None, "gamma one")],
+            start=100,
+            file_id=ids["c"],
+            usage=[claimed],
+        ),
         _batch("a", "/src/d.jsonl", [("a5", "a3", "alpha five")], start=100, file_id=ids["d"]),
     ]
 
@@ -115,7 +129,15 @@ def _dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
             "hits": con.execute(
                 "SELECT rowid FROM search WHERE search MATCH 'alpha' ORDER BY rowid"
             ).fetchall(),
-            "usage": con.execute("SELECT session_id, input, output FROM usage").fetchall(),
+            "usage": con.execute(
+                "SELECT key, session_id, rank, input, output FROM usage ORDER BY key"
+            ).fetchall(),
+            "usage_buckets": con.execute(
+                "SELECT * FROM usage_buckets ORDER BY bucket, session_id, model"
+            ).fetchall(),
+            "usage_hours": con.execute(
+                "SELECT * FROM usage_hours ORDER BY hour, agent, model"
+            ).fetchall(),
         }
     finally:
         con.close()
@@ -145,19 +167,23 @@ async def test_a_run_written_for_the_whole_run_stores_what_batch_by_batch_stores
     assert ("claude:a", 5, 3) in seqs  # a5 (another file of a) points at a3, written in the run
     assert ("claude:a", 4, 0) in seqs  # a4 points at a0, stored before the run
     assert len([e for e in run["events"] if e[1] == "claude:b"]) == 2  # b0 not written again
+    assert sorted((inp, out) for _, _, _, inp, out in run["usage"]) == [(3, 4), (6, 30)]
+    assert sum(r[3] for r in run["usage_buckets"]) == 2  # two responses, each counted once
 
 
 async def test_a_run_writes_each_statement_once_for_all_its_files(
     store: Store, tmp_path: Path
 ) -> None:
     """Twenty files of a run: one sessions upsert, one look-up per key column, one raw
-    block insert for the run (batch by batch: twenty of each)."""
+    block insert, one usage write (its two look-ups) for the run (batch by batch: twenty
+    of each)."""
     firsts = [_first(f"s{i}") for i in range(20)]
     await store.commit_many(firsts)
     ids = dict(await store.db.execute("SELECT path, id FROM files"))
     run = [
         _batch(f"s{i}", f"/src/s{i}.jsonl", [(f"k{i}", f"s{i}0", "more")], start=100,
-               file_id=ids[f"/src/s{i}.jsonl"])
+               file_id=ids[f"/src/s{i}.jsonl"],
+               usage=[UsageFact(f"m{i}", f"claude:s{i}", TS, "claude-x", input_tokens=i)])
         for i in range(20)
     ]  # fmt: skip
     traced: list[str] = []
@@ -174,6 +200,7 @@ async def test_a_run_writes_each_statement_once_for_all_its_files(
     assert count("SELECT e.session_id, e.ekey") == 1
     assert count("SELECT e.session_id, e.akey") == 1
     assert count("INSERT OR IGNORE INTO raw_blocks") == 1
+    assert count("SELECT key, session_id, ts, model") == 1  # the run's keys, before and after
     rows = await store.db.execute(
         "SELECT count(*), min(parent_seq), max(seq) FROM events WHERE ekey IN"
         " (SELECT ekey FROM events GROUP BY ekey HAVING count(*) = 1) AND seq = 1"

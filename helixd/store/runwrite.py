@@ -15,8 +15,8 @@ for all the run's files, in this order:
 3. ``seq`` and ``parent_seq`` assigned batch by batch, in order, in memory: a session
    read twice in a run (two batches of one file, two files of one session) continues
    where its previous batch ended, exactly as a look-up after that batch's rows would;
-4. the event rows (one ``executemany``), the full-text entries, the usage facts (batch by
-   batch, in order), the session counters (one ``executemany``), the raw blocks (one
+4. the event rows (one ``executemany``), the full-text entries, the usage facts (one
+   write for the run), the session counters (one ``executemany``), the raw blocks (one
    multi-row statement ``RETURNING`` the blocks it stored), the files' counters and
    cursors (one ``executemany``).
 
@@ -87,9 +87,7 @@ def write_run(w: Writer, batches: Sequence[Batch], now: int) -> list[int]:
         stored_all = w.con.executemany(INSERT_EVENT, rows).rowcount == len(rows)
     for session_id, first_seq, texts, doc_ids in docs:
         w.search.index(session_id, first_seq, texts, {}, doc_ids if stored_all else None)
-    for batch in batches:
-        if batch.parsed.usage:
-            w.mark_parents_changed(w.usage.write(batch.parsed.usage, ids), now)
+    _write_usage(w, batches, ids, now)
     counted = [(s.next_seq, s.rows, s.messages, now, sid) for sid, s in sessions.items() if s.rows]
     if counted:
         w.con.executemany(
@@ -210,6 +208,22 @@ def _assign(
         s.rows += 1
         s.messages += kind in MESSAGE_KINDS
     docs.extend((sid, first, found, doc_ids) for sid, (first, found, doc_ids) in texts.items())
+
+
+def _write_usage(w: Writer, batches: Sequence[Batch], ids: dict[str, int], now: int) -> None:
+    """The run's usage facts in one ``UsageWriter.write`` (its facts merged by key, its
+    summaries rolled up once: the same rows as a write per batch, since merging is the
+    upsert's own rule and the roll-up sums what changed).  Facts that replace (in order,
+    the last wins) are written batch by batch, as before."""
+    facts = [u for b in batches for u in b.parsed.usage]
+    if not facts:
+        return
+    if any(u.replace for u in facts):
+        for batch in batches:
+            if batch.parsed.usage:
+                w.mark_parents_changed(w.usage.write(batch.parsed.usage, ids), now)
+        return
+    w.mark_parents_changed(w.usage.write(facts, ids), now)
 
 
 def _insert_raw_blocks(w: Writer, batches: Sequence[Batch]) -> dict[int, int]:
