@@ -1,5 +1,5 @@
 """m027: the events' running totals (``event_totals``, m014) gain the rows the writer inserts
-from the writer itself, one statement per session's rows (``Writer._count_events``), instead
+from the writer itself, one statement per session's rows (``Writer.count_events``), instead
 of an insert trigger run once per event.  The totals equal a scan of the events whatever
 the text (ASCII, multibyte, no body), when some rows of a batch are ignored (a key stored
 already: counted from the stored rows), across the migration from a store built at m026,

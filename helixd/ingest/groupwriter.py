@@ -83,7 +83,8 @@ class GroupWriter:
                     await prepared
                 except Exception:  # the write prepares it again and quarantines what fails
                     pass  # (helixd/store/salvage.py)
-            await self.store.commit_many([batch for batch, _ in group])
+            batches = [batch for batch, _ in group]
+            await (self.store.commit_run if self.whole else self.store.commit_many)(batches)
 
     async def put(self, batch: Batch) -> None:
         if self.error is not None:

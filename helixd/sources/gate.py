@@ -30,7 +30,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
@@ -224,16 +224,22 @@ class Gate:
                 out.append(Root(adapter, named[real], real))
         return out
 
-    def admit(self, path: object, roots: list[Root] | None = None) -> Source:
+    def admit(
+        self,
+        path: object,
+        roots: list[Root] | None = None,
+        realpath: Callable[[str], str] = os.path.realpath,
+    ) -> Source:
         """The source ``path`` names, under its one name; raises ``Refused``.  Does I/O
         (``realpath``): call it from a worker thread.  ``roots``: as ``resolve`` returned
-        them just before (``admit_all``), else resolved now."""
+        them just before (``admit_all``), else resolved now; ``realpath``: a group's shared
+        resolver (``admit_all``)."""
         if not isinstance(path, str) or not path or "\0" in path:
             raise Refused(repr(path)[:200], BAD_PATH)
         if not os.path.isabs(path):
             raise Refused(path, BAD_PATH)
         try:
-            real = os.path.realpath(path)
+            real = realpath(path)
         except (OSError, ValueError) as exc:  # non-strict realpath should not raise; if it
             raise Refused(path, BAD_PATH, str(exc)) from None  # does, it is still a refusal
         if roots is None:
@@ -257,13 +263,15 @@ class Gate:
         """``admit`` for a group of paths (files changed together) with the roots resolved
         once for the group, not once per path: the sources, each once (the parts of one
         bundle changed together are one source to read), and the refused paths with why.
-        Does I/O: call it from a worker thread."""
+        Does I/O: call it from a worker thread.  The paths' directories are resolved once
+        for the group (``RealPaths``: a file costs one ``lstat``, not one per component)."""
         roots = self.resolve()
+        realpath = RealPaths()
         admitted: dict[str, Source] = {}
         refused: dict[str, str] = {}
         for path in paths:
             try:
-                src = self.admit(path, roots)
+                src = self.admit(path, roots, realpath)
             except Refused as exc:  # a link out of the roots, a name no adapter claims…
                 refused[path] = exc.reason
             else:

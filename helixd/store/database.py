@@ -93,6 +93,12 @@ class Store:
         ids = self._writer.commit_many(batches, now)
         return ids, self._writer.take_changes()
 
+    def _commit_run(
+        self, batches: Sequence[Batch], now: int
+    ) -> tuple[list[int], tuple[tuple[str, ...], tuple[str, ...]]]:
+        ids = self._writer.commit_run(batches, now)
+        return ids, self._writer.take_changes()
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the connection's own thread, in one hop (a write batch of a
         dozen statements does not wait a dozen times for a busy event loop)."""
@@ -259,6 +265,14 @@ class Store:
     async def commit_many(self, batches: Sequence[Batch]) -> list[int]:
         """Write several batches, each with its cursor, in one transaction."""
         ids, (new, updated) = await self.run(self._commit_batches, batches, now_ms())
+        if new or updated:
+            self._publish(INGEST, new, updated)
+        return ids
+
+    async def commit_run(self, batches: Sequence[Batch]) -> list[int]:
+        """A live run's batches, each with its cursor, in one transaction, every statement
+        once for the run (``Writer.commit_run``)."""
+        ids, (new, updated) = await self.run(self._commit_run, batches, now_ms())
         if new or updated:
             self._publish(INGEST, new, updated)
         return ids

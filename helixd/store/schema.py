@@ -579,7 +579,7 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         """
         -- The events' running totals (m014) gain their inserted rows from the writer, one
         -- statement per session's rows of a batch (helixd/store/writer.py
-        -- ``_count_events``), not from a trigger run once per event; the update and delete
+        -- ``count_events``), not from a trigger run once per event; the update and delete
         -- triggers stay (eviction, re-normalization and rewrites go through them).
         DROP TRIGGER event_totals_insert;
         """,
