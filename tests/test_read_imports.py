@@ -53,6 +53,10 @@ NEVER = (
     "helixd.store.batch",
     "helixd.store.database",
     "helixd.store.probe",
+    # hashlib loads OpenSSL's _hashlib (~3 ms); the natural keys (show, the fleet outbox's
+    # facts) take BLAKE2b from _blake2, where hashlib gets it
+    "hashlib",
+    "_hashlib",
 )
 # what only some reads need: the adapters (show re-reads raw lines), the raw tier's
 # compression and hashing (show), the roots' survey (status)
@@ -62,7 +66,6 @@ UNLESS_USED = (
     "helixd.sources.gate",
     "helixd.sources.surveycache",
     "zstandard",
-    "hashlib",
     "helixd.store.evict",
     "helixd.store.faults",  # a read that works never classifies a store fault
     "helixd.daemon",
@@ -84,9 +87,8 @@ LIGHT = (
 USES = {
     # status: the roots' survey kept between runs (helixd.sources.surveycache) and the
     # daemon's status document; a warm run walks nothing, so loads no adapter
-    # (hashlib: the fleet outbox's facts module shares the writers' key helpers)
-    "status": {"helixd.sources.surveycache", "helixd.daemon", "hashlib"},
-    "show": {"helixd.adapters", "zstandard", "hashlib"},
+    "status": {"helixd.sources.surveycache", "helixd.daemon"},
+    "show": {"helixd.adapters", "zstandard"},
 }
 
 PROBE = (

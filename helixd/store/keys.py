@@ -1,10 +1,20 @@
-"""Natural keys as 64-bit integers, shared by the store's writers."""
+"""Natural keys as 64-bit integers, shared by the store's writers (and ``show``, which finds
+an event's body by its key).
+
+BLAKE2b from ``_blake2``, the module ``hashlib`` itself takes it from (``hashlib.blake2b`` is
+this very type): importing ``hashlib`` also loads OpenSSL's ``_hashlib`` (~3 ms), which
+nothing here uses.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from typing import Final
+
+try:
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without the built-in module
+    from hashlib import blake2b
 
 IN_CHUNK: Final = 500  # values per ``IN (...)`` list
 
@@ -12,7 +22,7 @@ IN_CHUNK: Final = 500  # values per ``IN (...)`` list
 # parent's): a copy of one empty hasher and one ``struct`` unpack cost ~0.5 µs a key where
 # ``blake2b(…, digest_size=8)`` with ``int.from_bytes`` cost ~1 µs (issue 12; the values are
 # the same, ``tests/test_parse_fastpaths.py``).
-_EMPTY: Final = hashlib.blake2b(digest_size=8)  # never updated: only copied
+_EMPTY: Final = blake2b(digest_size=8)  # never updated: only copied
 _SIGNED_LE: Final = struct.Struct("<q").unpack
 
 

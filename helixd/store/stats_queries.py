@@ -21,11 +21,7 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
     the events."""
     lo = 0 if since is None else since
     out: dict[str, Any] = {}
-    out["sessions"] = con.execute(
-        "SELECT agent, repo, count(*) FROM sessions WHERE messages > 0"
-        " AND coalesce(started_at, discovered_at) >= ? GROUP BY 1, 2",
-        (lo,),
-    ).fetchall()
+    out["sessions"] = con.execute(SESSIONS_BY_AGENT_REPO, (lo,)).fetchall()
     usage = _usage_since(lo // 900_000)
     out["usage"] = con.execute(
         f"SELECT s.agent, s.repo, b.model, {BUCKET_SUMS} FROM ({usage.sql}) b"
@@ -50,6 +46,15 @@ def stats(con: sqlite3.Connection, since: int | None, top: int = 15) -> dict[str
         (lo,),
     ).fetchall()
     return out
+
+
+# Read from the table itself: through ``sessions_agent`` (m025's index for ``status``, which
+# lacks repo and the times) SQLite reads the index and then every row anyway (1.3 GB corpus's
+# store, cold connection: 5.3-5.8 -> 3.7-3.9 ms CPU)
+SESSIONS_BY_AGENT_REPO: Final = (
+    "SELECT agent, repo, count(*) FROM sessions NOT INDEXED WHERE messages > 0"
+    " AND coalesce(started_at, discovered_at) >= ? GROUP BY 1, 2"
+)
 
 
 class _Rows(NamedTuple):
