@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import string
 from pathlib import Path
 
 import orjson
@@ -54,6 +55,18 @@ def test_masks_say_what_they_hid_and_keep_the_readable_parts() -> None:
     assert redact(b"ghp_" + b"a1" * 18) == (b"[REDACTED:github-token]" + b"*" * 17, 1)
     out, _ = redact(b"password=hunter22")
     assert out == b"password=********"  # shorter than its label: stars only
+
+
+def test_an_aws_secret_after_its_key_id_is_masked_whatever_follows_it() -> None:
+    key_id = "AKIA" + rand(16, string.ascii_uppercase + string.digits)
+    secret = "xR4O/HLlF8azW76/v7oglgOiSU6bx1Zw8QO6tYsa"  # the form hypothesis found leaking
+    for left in (" ", "=", "\n", ","):
+        for right in ("", "=", "==", "=x", "0", "/abc", "+Zz9", ",", '"', "\n"):
+            line = orjson.dumps({"text": "x" + left + key_id + "," + secret + right})
+            out, _ = redact(line)
+            leaked = [n for n in (key_id, secret) if n.encode() in out]
+            assert not leaked, (left, right, out)
+            assert orjson.loads(out).keys() == {"text"}
 
 
 def test_an_escape_before_a_token_is_a_separator_but_a_letter_is_not() -> None:
