@@ -5,10 +5,10 @@ argument named, stderr only), ``--version``, help for every command, and ``echo`
 from __future__ import annotations
 
 import io
+import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -116,9 +116,22 @@ def test_ctrl_c_says_aborted_without_a_traceback(helixctl: RunCli) -> None:
         stderr=subprocess.PIPE,
         cwd=REPO,
     )
-    time.sleep(3)  # serving
+    # Interrupted once it serves (its answer to ``initialize``; a fixed sleep raced the
+    # start-up under load), with stdin still open: closing it ends the server normally.
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n'
+    )
+    proc.stdin.flush()
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    assert ready and b'"id":1' in proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    err = proc.stderr.read()
+    proc.stdin.close()
+    proc.stdout.close()
+    proc.stderr.close()
     assert proc.returncode == 1 and err.decode() == "\nAborted!\n", err.decode()[-2000:]
 
 

@@ -14,14 +14,17 @@ page of a session's events), ``usage_report`` (per day / week / month / session)
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -268,23 +271,28 @@ def _zone(name: str | None) -> Any:
 
 
 def run(store_db: Path, prices: tuple[str, Prices]) -> None:
-    """Serve over stdio until the client closes stdin; Ctrl-C (SIGINT) ends it with
-    ``KeyboardInterrupt`` (the CLI's "Aborted!", exit 1) even when the SDK's task group
-    absorbs the cancellation asyncio turns it into (seen under load: exit 0, nothing said)."""
-    interrupted: list[int] = []
+    """Serve over stdio until the client closes stdin; Ctrl-C (SIGINT) ends it with the
+    CLI's "Aborted!" and exit 1 (``_serve``)."""
+    anyio.run(_serve, build(Memory(store_db, prices)))
 
-    def on_interrupt(signum: int, frame: object) -> None:
-        interrupted.append(signum)
-        raise KeyboardInterrupt
 
-    try:
-        previous = signal.signal(signal.SIGINT, on_interrupt)
-    except ValueError:  # not the main thread (an embedding): asyncio's own handling
-        previous = None
-    try:
-        build(Memory(store_db, prices)).run("stdio")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    if interrupted:
-        raise KeyboardInterrupt
+async def _serve(server: MCPServer) -> None:
+    """Serve stdio until stdin ends.  SIGINT is taken by the event loop
+    (``anyio.open_signal_receiver``: it wakes the loop whichever thread the kernel hands
+    the signal to) — a Python handler runs only when the main thread runs Python, which
+    with the loop idle on stdin was never, until stdin ended.  The process then ends at
+    once: the SDK reads stdin in a worker thread that no cancellation stops while a read
+    waits (the loop's shutdown and the interpreter's would both wait for a line), and this
+    read-only server has nothing to write back."""
+    async with anyio.create_task_group() as group:
+
+        async def on_interrupt() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    sys.stderr.write("\nAborted!\n")  # as the CLI says it (cli/main.py)
+                    sys.stderr.flush()
+                    os._exit(1)
+
+        group.start_soon(on_interrupt)
+        await server.run_stdio_async()
+        group.cancel_scope.cancel()
