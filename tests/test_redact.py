@@ -67,6 +67,17 @@ def test_an_aws_secret_after_its_key_id_is_masked_whatever_follows_it() -> None:
             leaked = [n for n in (key_id, secret) if n.encode() in out]
             assert not leaked, (left, right, out)
             assert orjson.loads(out).keys() == {"text"}
+    token = "IQoJb3JpZ2luX2VjE" + "Ab9+/z" * 100  # a session token glued on, past the window
+    for text in (
+        f"{key_id} HOME=/home/alice/work/projects/infrastructure/terraform {secret}",
+        f"{key_id} note: averyveryverylongidentifierwithoutanydigitsinsideatall , {secret}",
+        f"{key_id} " + "x " * 100 + secret + "Zq9" * 100,  # starts at the window's end
+        f"{key_id},{secret}{token}== tail",
+    ):
+        out, _ = redact(orjson.dumps({"text": text}))
+        leaked = [n for n in (key_id, secret, secret[-20:], token[-30:]) if n.encode() in out]
+        assert not leaked, (text, out)
+        assert out.endswith(b' tail"}') or b"tail" not in text.encode()
 
 
 def test_an_escape_before_a_token_is_a_separator_but_a_letter_is_not() -> None:

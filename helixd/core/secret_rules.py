@@ -120,9 +120,14 @@ def _long_or_has_digit(token: bytes) -> bool:
 
 # Near a key id, a secret access key is a run of 40 or more of its characters, whatever
 # follows it: an "=" (a padded or a quoted assignment), or more of them (a session token
-# glued on) — the whole run is masked. Requiring exactly 40 with no "=" after let
-# "AKIA…,<secret>=" through (found by tests/test_properties_trust.py).
+# glued on). Requiring exactly 40 with no "=" after let "AKIA…,<secret>=" through (found
+# by tests/test_properties_trust.py). Each run in the window is tried in turn (a path or a
+# long word before the secret is passed over, not taken as the only candidate), and the
+# one masked extends past the window over the rest of its run, up to ``_AWS_RUN_MAX``.
 _AWS_SECRET_NEAR = Regex(rb"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40,}")
+_AWS_RUN_REST = Regex(rb"[A-Za-z0-9/+=]*")
+_AWS_NEAR: Final = 240  # bytes after a key id where its secret is looked for
+_AWS_RUN_MAX: Final = 4096  # a session token is ~0.4–1.1 KB; RedactStream holds back 64 KiB
 
 
 def _aws_key_id() -> Rule:
@@ -134,9 +139,15 @@ def _aws_key_id() -> Rule:
         m = regex.match(data, start)
         if m is None:
             return NOTHING
-        near = _AWS_SECRET_NEAR.search(data, m.end(), min(m.end() + 240, len(data)))
-        if near is not None and generated(near.group()):
-            return ((start, m.end()), near.span())
+        pos, starts_before = m.end(), m.end() + _AWS_NEAR  # a run starting in the window
+        window = min(starts_before + 40, len(data))  # with its first 40 characters
+        while (near := _AWS_SECRET_NEAR.search(data, pos, window)) is not None:
+            if near.start() >= starts_before:
+                break
+            if generated(near.group()):
+                rest = _AWS_RUN_REST.match(data, near.end(), near.start() + _AWS_RUN_MAX)
+                return ((start, m.end()), (near.start(), rest.end() if rest else near.end()))
+            pos = near.end()
         return ((start, m.end()),)
 
     prefixes = [b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"A3T"]
