@@ -18,6 +18,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -293,6 +294,7 @@ async def _serve(server: MCPServer) -> None:
                     sys.stderr.flush()
                     os._exit(1)
 
-        group.start_soon(on_interrupt)
+        if threading.current_thread() is threading.main_thread():  # else: no signals here
+            group.start_soon(on_interrupt)
         await server.run_stdio_async()
         group.cancel_scope.cancel()
