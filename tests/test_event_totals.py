@@ -8,6 +8,7 @@ and a rolled-back savepoint takes its count back with its rows."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,17 @@ def test_a_store_built_at_m026_keeps_its_totals_through_the_migration(tmp_path: 
     finally:
         con.close()
     assert _check(db)[0] == 8
+
+
+def test_events_are_inserted_by_the_writers_one_statement_only() -> None:
+    """The insert trigger is gone (m027): the totals stay exact only while every insert of an
+    event goes through ``INSERT_EVENT``, whose callers add what they inserted
+    (``Writer.count_events``).  An ``INSERT … INTO events`` anywhere else fails here."""
+    package = Path(__file__).resolve().parent.parent / "helixd"
+    pattern = re.compile(r"\b(?:INSERT|REPLACE)(?:\s+OR\s+[A-Z]+)?\s+INTO\s+events\b")
+    found = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8")) and "pg" not in path.parts
+    )
+    assert found == ["store/writer.py"]
