@@ -7,18 +7,13 @@ and a rolled-back savepoint takes its count back with its rows."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from helixd.store import database
-from helixd.store.database import Store
-from helixd.store.schema import MIGRATIONS
 from helixd.store.writer import Writer
+from tests.migration_helpers import migrations_before, open_store
 
 _SCAN = (
     "SELECT count(*), coalesce(sum(length(CAST(summary AS BLOB))"
@@ -69,21 +64,13 @@ def _check(db: Path) -> tuple[int, int]:
         con.close()
 
 
-def _open(db: Path) -> None:
-    async def run() -> None:
-        async with await Store.open(db):
-            pass
-
-    asyncio.run(run())
-
-
 def _connect(db: Path) -> sqlite3.Connection:
     return sqlite3.connect(db, isolation_level=None)
 
 
 def test_the_writer_keeps_the_event_totals(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    _open(db)
+    open_store(db)
     con = _connect(db)
     try:
         assert con.execute(
@@ -110,10 +97,8 @@ def test_the_writer_keeps_the_event_totals(tmp_path: Path) -> None:
 
 def test_a_store_built_at_m026_keeps_its_totals_through_the_migration(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    with pytest.MonkeyPatch.context() as mp:
-        names = [name for name, _ in MIGRATIONS]
-        mp.setattr(database, "MIGRATIONS", MIGRATIONS[: names.index("m027_event_totals_by_writer")])
-        _open(db)
+    with migrations_before("m027_event_totals_by_writer"):
+        open_store(db)
     con = _connect(db)
     try:  # events an older Helix wrote: m014's insert trigger counted them
         con.execute(
@@ -123,7 +108,7 @@ def test_a_store_built_at_m026_keeps_its_totals_through_the_migration(tmp_path: 
     finally:
         con.close()
     assert _check(db) == (2, 9)
-    _open(db)  # m027
+    open_store(db)  # m027
     con = _connect(db)
     try:
         _write(con, "a", range(1, 7))

@@ -19,11 +19,10 @@ import pytest
 from helixd.adapters.registry import REGISTRY
 from helixd.core.records import UsageFact
 from helixd.ingest.pipeline import Ingestor, discover
-from helixd.store import database
 from helixd.store.database import Store
-from helixd.store.schema import MIGRATIONS
 from helixd.store.usage_layout import COLUMNS
 from tests.conftest import FIXTURES
+from tests.migration_helpers import migrations_before, open_store
 
 _FACTS = f"SELECT {', '.join(COLUMNS)} FROM usage ORDER BY key"
 _ROLLUPS = (
@@ -60,16 +59,6 @@ def _read(db: Path, sql: str) -> list[tuple[Any, ...]]:
         con.close()
 
 
-def _open(db: Path) -> None:
-    """Open the store (a writer: the migrations due run) and close it."""
-
-    async def run() -> None:
-        async with await Store.open(db):
-            pass
-
-    asyncio.run(run())
-
-
 def _ingest(db: Path, root: Path) -> None:
     async def run() -> None:
         pairs = [(a, root / a.name) for a in REGISTRY if a.name in ("claude", "codex")]
@@ -88,10 +77,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     for name in ("claude", "codex"):
         shutil.copytree(FIXTURES / name, root / name, ignore=shutil.ignore_patterns("README*"))
     old, new = tmp / "m025.db", tmp / "m026.db"
-    with pytest.MonkeyPatch.context() as mp:
-        names = [name for name, _ in MIGRATIONS]
-        mp.setattr(database, "MIGRATIONS", MIGRATIONS[: names.index("m026_usage_layout")])
-        _open(old)  # created at m025, then the outbox on
+    with migrations_before("m026_usage_layout"):
+        open_store(old)  # created at m025, then the outbox on
         con = sqlite3.connect(old)
         with con:
             con.execute("INSERT INTO meta (key, value) VALUES ('fleet_outbox', '1')")
@@ -104,7 +91,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
 def _migrated(built: tuple[Path, Path, Path], name: str) -> Path:
     db = built[1].parent / name
     shutil.copy(built[1], db)
-    _open(db)
+    open_store(db)
     return db
 
 
@@ -128,7 +115,7 @@ def test_the_migration_keeps_every_fact_rollup_and_outbox_entry(
     assert _read(new, _FACTS) == facts
     # a second open applies nothing again
     ids = _read(db, "SELECT id, key FROM usage ORDER BY id")
-    _open(db)
+    open_store(db)
     assert _read(db, "SELECT id, key FROM usage ORDER BY id") == ids
     assert _read(db, "SELECT count(*) FROM migrations WHERE name = 'm026_usage_layout'") == [(1,)]
 
