@@ -119,25 +119,15 @@ def renormalize(ctx: Context, args: Namespace) -> None:
 async def _renormalize(settings: Any, table: Any) -> dict[str, Any]:
     from helixd import logs
     from helixd.adapters.registry import REGISTRY
-    from helixd.cli.common import naming, open_store
+    from helixd.cli.common import open_store
     from helixd.ingest import digest
     from helixd.ingest.renormalize import renormalize as run
-    from helixd.store.database import now_ms
 
     logs.configure("warning")  # the summary is printed; problems go to stderr
-    idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     store = await open_store(settings.store.db, readonly=False)
     try:
         stats = await run(store, REGISTRY, recheck=True)
-        now = now_ms()
-        built = await digest.analyze(
-            store,
-            await store.sessions_to_analyze(now, idle_ms),
-            now,
-            idle_ms,
-            table,
-            naming(settings),
-        )
+        built = await digest.analyze_stale(store, settings, table)
         await store.checkpoint()
     finally:
         await store.close()

@@ -12,7 +12,6 @@ from helixd.cli.common import (
     echo_json,
     json_flag,
     load_settings,
-    naming,
     open_store,
     price_table,
 )
@@ -56,18 +55,9 @@ async def _evict(settings: Any, dry_run: bool, table: Any) -> dict[str, Any]:
 
     logs.configure("warning")  # data-loss and Tier 2 warnings on stderr; the rest is printed
     store = await open_store(settings.store.db, readonly=False)
-    idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
 
     async def analyze_now() -> int:
-        now = now_ms()
-        return await digest.analyze(
-            store,
-            await store.sessions_to_analyze(now, idle_ms),
-            now,
-            idle_ms,
-            table,
-            naming(settings),
-        )
+        return await digest.analyze_stale(store, settings, table)
 
     try:
         return await evict_pass(

@@ -11,7 +11,6 @@ import structlog
 
 from helixd import __version__, config
 from helixd.adapters.registry import REGISTRY
-from helixd.core.attribution import Naming
 from helixd.daemon.dispatch import Dispatch
 from helixd.daemon.worker import Limits
 from helixd.daemon.workqueue import RECONCILE
@@ -96,12 +95,7 @@ class Jobs(Dispatch):
     async def _analyze(self, store: Store, max_events: int | None = None) -> int:
         """Rebuild the digests that are stale (``max_events``: only of sessions that small;
         the scheduled pass takes the big ones, since a digest costs O(session))."""
-        idle_ms = int(self.settings.daemon.idle_close_minutes * 60_000)
-        now = now_ms()
-        ids = await store.sessions_to_analyze(now, idle_ms, max_events)
-        return await digest.analyze(
-            store, ids, now, idle_ms, self.prices, Naming.from_settings(self.settings.repos)
-        )
+        return await digest.analyze_stale(store, self.settings, self.prices, None, max_events)
 
     def _limits(self) -> Limits:
         s = self.settings

@@ -12,7 +12,6 @@ import structlog
 
 from helixd import config
 from helixd.adapters.registry import REGISTRY
-from helixd.core.attribution import Naming
 from helixd.ingest import digest, eviction
 from helixd.ingest.pipeline import Ingestor, discover
 from helixd.store.database import Store, now_ms
@@ -34,16 +33,8 @@ async def run_once(settings: config.Settings, *, evict: bool = True) -> int:
             chunk_bytes=settings.ingest.chunk_bytes,
             max_line_bytes=settings.ingest.max_line_bytes,
         ).backfill(discover(pairs))
-        idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
         now = now_ms()
-        built = await digest.analyze(
-            store,
-            await store.sessions_to_analyze(now, idle_ms),
-            now,
-            idle_ms,
-            config.price_table(settings),
-            Naming.from_settings(settings.repos),
-        )
+        built = await digest.analyze_stale(store, settings, config.price_table(settings), now)
         evicted: dict[str, Any] = {}
         if evict:
             done = await eviction.sweep_evict(store, settings, config.price_table(settings), now)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from helixd.core.attribution import Naming
 from helixd.core.retention import Plan, Policy, select_evictions
 from helixd.ingest import digest
 from helixd.store.faults import classify
@@ -128,16 +127,8 @@ async def sweep_evict(store: Store, settings: Any, table: Any, now: int) -> dict
     """The retention pass that ends a one-shot sweep (``helixctl ingest``, ``helixd
     --once``; design spec §5.2 "runs after each ingest+analyze sweep"), with the sweep's own
     analysis as its "analyze now".  ``settings`` is the full ``Settings``."""
-    idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
 
     async def analyze_now() -> int:
-        return await digest.analyze(
-            store,
-            await store.sessions_to_analyze(now, idle_ms),
-            now,
-            idle_ms,
-            table,
-            Naming.from_settings(settings.repos),
-        )
+        return await digest.analyze_stale(store, settings, table, now)
 
     return await evict_pass(store, settings.retention, now, analyze_now)
