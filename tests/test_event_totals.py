@@ -128,4 +128,4 @@ def test_events_are_inserted_by_the_writers_one_statement_only() -> None:
         for path in package.rglob("*.py")
         if pattern.search(path.read_text(encoding="utf-8")) and "pg" not in path.parts
     )
-    assert found == ["store/writer.py"]
+    assert found == ["store/write_sql.py"]

@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from helixd.store.batch import MESSAGE_KINDS, Batch, Prepared, batch_owner, merge_infos, record_uids
-from helixd.store.writer import (
+from helixd.store.write_sql import (
     FILE_PART,
     INSERT_EVENT,
     SESSION_VALUES,
-    Writer,
     file_part_values,
     session_values,
     upsert_sessions_sql,
 )
+from helixd.store.writer import Writer
 
 PAIRS_PER_STATEMENT: Final = 2_000  # (session, key) pairs per look-up (4 000 variables)
 ROWS_PER_STATEMENT: Final = 500  # multi-row statements: sessions (20 values), blocks (6)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
-from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 
@@ -27,186 +25,24 @@ from helixd.store.keys import IN_CHUNK
 from helixd.store.search_write import SearchIndexWriter
 from helixd.store.signals_write import replace_signals
 from helixd.store.usage_write import UsageWriter
+from helixd.store.write_sql import (
+    ADD_EVENT_TOTALS,
+    BODY_AT,
+    COUNT_EVENT_TOTALS,
+    FILE_COUNTS,
+    FILE_CURSOR,
+    FILE_PART,
+    ID_FLOOR_KEY,
+    INSERT_EVENT,
+    SUMMARY_AT,
+    UPDATE_EVENT,
+    UPSERT_SESSION,
+    cursor_values,
+    file_counts,
+    repo_of,
+)
 
 T = TypeVar("T")
-
-
-_SESSION_COLUMNS: Final = """
-INSERT INTO sessions (uid, agent, native_id, parent_uid, cwd, repo, git_branch, git_commit,
-    model, title, version, agent_type, started_at, ended_at, ended, adapter_version,
-    source_path, discovered_at, ingested_at, changed_at)"""
-_SESSION_CONFLICT: Final = """
-ON CONFLICT (uid) DO UPDATE SET
-    parent_uid = coalesce(excluded.parent_uid, parent_uid),
-    cwd = coalesce(excluded.cwd, cwd),
-    repo = CASE WHEN repo_root IS NULL THEN coalesce(excluded.repo, repo) ELSE repo END,
-    git_branch = coalesce(excluded.git_branch, git_branch),
-    git_commit = coalesce(excluded.git_commit, git_commit),
-    model = coalesce(excluded.model, model),
-    title = coalesce(excluded.title, title),
-    version = coalesce(excluded.version, version),
-    agent_type = coalesce(excluded.agent_type, agent_type),
-    started_at = min(coalesce(excluded.started_at, started_at),
-                     coalesce(started_at, excluded.started_at)),
-    ended_at = max(coalesce(excluded.ended_at, ended_at), coalesce(ended_at, excluded.ended_at)),
-    ended = max(ended, excluded.ended),
-    adapter_version = coalesce(excluded.adapter_version, adapter_version),
-    source_path = coalesce(source_path, excluded.source_path),
-    ingested_at = excluded.ingested_at,
-    changed_at = excluded.changed_at"""
-_UPSERT_SESSION: Final = (
-    _SESSION_COLUMNS
-    + """
-VALUES (:uid, :agent, :native_id, :parent_uid, :cwd, :repo, :git_branch, :git_commit,
-    :model, :title, :version, :agent_type, :first_ts, :last_ts, :ended, :adapter_version,
-    :source_path, :now, :now, :now)"""
-    + _SESSION_CONFLICT
-    + "\nRETURNING id, next_seq, parent_uid"
-)
-SESSION_VALUES: Final = 20  # values of one session row (``session_values``)
-
-
-def upsert_sessions_sql(n: int) -> str:
-    """The sessions upsert of ``n`` rows (``session_values`` each) in one statement,
-    returning each row's ``uid, id, next_seq, parent_uid``."""
-    marks = ",".join(["(" + ",".join("?" * SESSION_VALUES) + ")"] * n)
-    return (
-        f"{_SESSION_COLUMNS} VALUES {marks} {_SESSION_CONFLICT}"
-        " RETURNING uid, id, next_seq, parent_uid"
-    )
-
-
-def session_values(row: dict[str, Any], c: Cursor, own: bool, now: int) -> tuple[Any, ...]:
-    """A merged session row (``merge_infos``) as the upsert's values, in column order; the
-    file's adapter version and path go to the session the file belongs to (``own``)."""
-    get = row.get
-    return (
-        row["uid"],
-        row["agent"],
-        row["native_id"],
-        get("parent_uid"),
-        get("cwd"),
-        repo_of(get("cwd")),
-        get("git_branch"),
-        get("git_commit"),
-        get("model"),
-        get("title"),
-        get("version"),
-        get("agent_type"),
-        get("first_ts"),
-        get("last_ts"),
-        get("ended", 0),
-        c.adapter_version if own else None,
-        c.path if own else None,
-        now,
-        now,
-        now,
-    )
-
-
-_EVENT_CONTENT: Final = (
-    "ts, kind, role, tool, call_id, summary, body, tokens, is_error, is_sidechain,"
-    " payload_bytes, offset, lines_added, lines_removed, status, test_framework, tests_passed,"
-    " tests_failed, tests_skipped"
-)
-INSERT_EVENT: Final = (
-    "INSERT OR IGNORE INTO events (id, session_id, seq, parent_seq, ekey, akey, file_id,"
-    f" {_EVENT_CONTENT}) VALUES ({', '.join('?' * (7 + len(_EVENT_CONTENT.split(','))))})"
-)
-# Event ids only ever grow (the full-text index and ``search_docs`` name events by id, and
-# keep entries of events that eviction or re-normalization deleted): the highest id ever
-# given is kept here.
-_ID_FLOOR_KEY: Final = "event_id_floor"
-# Where an event row (``INSERT_EVENT``'s values) holds its summary and body.
-_SUMMARY_AT: Final = 7 + [c.strip() for c in _EVENT_CONTENT.split(",")].index("summary")
-_BODY_AT: Final = _SUMMARY_AT + 1
-_ADD_EVENT_TOTALS: Final = (
-    "UPDATE event_totals SET event_rows = event_rows + ?, text_bytes = text_bytes + ? WHERE id = 1"
-)
-# The same from the stored rows of an id range (some rows of the range were ignored).
-_COUNT_EVENT_TOTALS: Final = (
-    "UPDATE event_totals SET (event_rows, text_bytes) = (SELECT event_rows + count(*),"
-    " text_bytes + coalesce(sum(length(CAST(summary AS BLOB))"
-    " + coalesce(length(CAST(body AS BLOB)), 0)), 0) FROM events WHERE id BETWEEN ? AND ?)"
-    " WHERE id = 1"
-)
-_UPDATE_EVENT: Final = (
-    "UPDATE events SET "
-    + ", ".join(f"{c.strip()} = ?" for c in _EVENT_CONTENT.split(","))
-    + ", file_id = ? WHERE session_id = ? AND ekey = ?"
-)
-
-
-_FILE_CURSOR: Final = (
-    "agent=?, path=?, root=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?, head_hash=?,"
-    " head_len=?, generation=?, adapter_version=?, state=?, updated_at=?"
-)
-_FILE_COUNTS: Final = (
-    "UPDATE files SET lines = lines + ?, bad_lines = bad_lines + ?,"
-    " unknown_records = unknown_records + ?, redactions = redactions + ?,"
-    " raw_bytes = raw_bytes + ?, session_id = coalesce(?, session_id),"
-    " sidecar = coalesce(?, sidecar)"
-)
-FILE_PART: Final = _FILE_COUNTS + ", " + _FILE_CURSOR + ", gone_at = NULL WHERE id = ?"
-
-
-def _cursor_values(c: Cursor, now: int) -> tuple[Any, ...]:
-    """The values of ``_FILE_CURSOR`` for cursor ``c``, in order."""
-    return (
-        c.agent,
-        c.path,
-        c.root,
-        c.dev,
-        c.ino,
-        c.size,
-        c.mtime_ns,
-        c.offset,
-        c.head_hash,
-        c.head_len,
-        c.generation,
-        c.adapter_version,
-        orjson.dumps(c.state),
-        now,
-    )
-
-
-def file_counts(batch: Batch, stored: int, session_id: int | None, bad: int = 0) -> tuple[Any, ...]:
-    """The values of ``_FILE_COUNTS`` for a batch that stored ``stored`` raw bytes and
-    ``bad`` bad lines."""
-    p = batch.parsed
-    return (
-        p.lines,
-        bad,
-        sum(p.unknown_types.values()),
-        batch.redactions,
-        stored,
-        session_id,
-        batch.sidecar,
-    )
-
-
-def file_part_values(
-    batch: Batch, stored: int, session_id: int | None, now: int
-) -> tuple[Any, ...]:
-    """The values of ``FILE_PART``: a known file's counters and its cursor."""
-    c = batch.cursor
-    return (*file_counts(batch, stored, session_id), *_cursor_values(c, now), c.file_id)
-
-
-def repo_of(cwd: Any) -> str | None:
-    """The repository name for a working directory: its last path component (Windows paths
-    included, since transcripts travel between machines)."""
-    if not isinstance(cwd, str) or not cwd:
-        return None
-    return _last_component(cwd)
-
-
-@lru_cache(maxsize=1024)
-def _last_component(cwd: str) -> str:
-    """(cached: a live run upserts each busy session every few lines with the same working
-    directory; a ``PurePath`` costs ~4 us, a cache hit 0.2 us)"""
-    path = PureWindowsPath(cwd) if "\\" in cwd else PurePosixPath(cwd)
-    return path.name or cwd
 
 
 class Writer:
@@ -238,7 +74,7 @@ class Writer:
         row = self.con.execute(
             "SELECT max(coalesce((SELECT max(id) FROM events), 0),"
             " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0))",
-            (_ID_FLOOR_KEY,),
+            (ID_FLOOR_KEY,),
         ).fetchone()
         self.next_id = int(row[0]) + 1
         self.first_id = self.next_id
@@ -247,7 +83,7 @@ class Writer:
         if self.next_id != self.first_id:
             self.con.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                (_ID_FLOOR_KEY, str(self.next_id - 1)),
+                (ID_FLOOR_KEY, str(self.next_id - 1)),
             )
         self.search.flush()  # the transaction's full-text entries, last: one FTS5 segment
         self.con.execute("COMMIT")
@@ -412,16 +248,16 @@ class Writer:
                 )
         counts = file_counts(batch, stored, session_id, len(bad))
         if cursor is None:
-            self.con.execute(_FILE_COUNTS + " WHERE id = ?", (*counts, file_id))
+            self.con.execute(FILE_COUNTS + " WHERE id = ?", (*counts, file_id))
         else:
-            self.con.execute(FILE_PART, (*counts, *_cursor_values(cursor, now), file_id))
+            self.con.execute(FILE_PART, (*counts, *cursor_values(cursor, now), file_id))
 
     def upsert_file(self, c: Cursor, now: int, replay: bool = False) -> int:
-        params = _cursor_values(c, now)
+        params = cursor_values(c, now)
         if c.file_id is not None:
             self.con.execute(
                 "UPDATE files SET "
-                + _FILE_CURSOR
+                + FILE_CURSOR
                 + ("" if replay else ", gone_at=NULL")
                 + " WHERE id=?",
                 (*params, c.file_id),
@@ -479,7 +315,7 @@ class Writer:
                 "source_path": c.path if uid == own_uid else None,
                 "now": now,
             }
-            found = self.con.execute(_UPSERT_SESSION, params).fetchone()
+            found = self.con.execute(UPSERT_SESSION, params).fetchone()
             assert found is not None
             ids[uid] = int(found[0])
             self.parents[ids[uid]] = found[2]
@@ -568,7 +404,7 @@ class Writer:
             self.count_events(rows, stored_all)
         if updates:
             self.search.unindex(session_id, list(redocs))
-            self.con.executemany(_UPDATE_EVENT, updates)
+            self.con.executemany(UPDATE_EVENT, updates)
         if docs or redocs:
             # every row stored: the ids given are the events' ids (else they are looked up)
             self.search.index(session_id, first_seq, docs, redocs, doc_ids if stored_all else None)
@@ -589,15 +425,15 @@ class Writer:
         used)."""
         size = 0
         for row in rows if stored_all else ():
-            for text in (row[_SUMMARY_AT], row[_BODY_AT]):
+            for text in (row[SUMMARY_AT], row[BODY_AT]):
                 if type(text) is str:  # UTF-8 bytes; an ASCII string's length, no scan
                     size += len(text) if text.isascii() else len(text.encode())
                 elif text is not None:  # not a string: SQLite's own text of it
                     stored_all = False
         if stored_all:
-            self.con.execute(_ADD_EVENT_TOTALS, (len(rows), size))
+            self.con.execute(ADD_EVENT_TOTALS, (len(rows), size))
         else:
-            self.con.execute(_COUNT_EVENT_TOTALS, (rows[0][0], rows[-1][0]))
+            self.con.execute(COUNT_EVENT_TOTALS, (rows[0][0], rows[-1][0]))
 
     def take_changes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(new, updated)`` session uids of the last transaction."""
