@@ -252,7 +252,7 @@ async def test_a_live_read_reads_the_head_of_each_file_once(
     """The file's head (its fingerprint, checked against the cursor's and stored with the
     new one) is read once per file read when it is as long as the cursor's (was twice);
     a file rewritten under the cursor is still read again from the start."""
-    from helixd.ingest import pipeline
+    from helixd.ingest import fileplan
 
     proj = project(tmp_path / "home")
     files = [proj / f"{sid(i)}.jsonl" for i in range(3)]
@@ -265,13 +265,13 @@ async def test_a_live_read_reads_the_head_of_each_file_once(
             fh.write(line(1, "assistant", sid=sid(i)))
     files[2].write_bytes(line(0, text="y" * 2000, sid=sid(2)))  # rewritten, same size
     reads: list[int] = []
-    real = pipeline.head_of
+    real = fileplan.head_of
 
     def counted(f: Any, length: int) -> bytes:
         reads.append(length)
         return real(f, length)
 
-    monkeypatch.setattr(pipeline, "head_of", counted)
+    monkeypatch.setattr(fileplan, "head_of", counted)
     known = await store.cursors_for([s.path for s in sources])
     stats = await Ingestor(store, workers=0).ingest_files([(s, known[s.path]) for s in sources])
     assert len(reads) == len(files), reads

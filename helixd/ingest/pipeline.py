@@ -20,49 +20,33 @@ Each file's pieces are parsed in order with the adapter state carried along; a c
 leaves whole batches only, and natural keys make any replay harmless.
 
 Its parts: ``groupwriter.py`` (the writer task and its transactions), ``readahead.py`` (the
-plan's items read in a thread, several per hop), ``fileruns.py`` (one file being read).
+plan's items read in a thread, several per hop), ``fileruns.py`` (one file being read),
+``fileplan.py`` (the plan's reads, file by file).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import io
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, Final
 
-from helixd.adapters import Chunk, FileContext
+from helixd.adapters import Chunk
 from helixd.adapters.guard import parse_total
 from helixd.core.records import BadLine, Cursor, Parsed
 from helixd.core.redact import redact
-from helixd.ingest.fileruns import MARKS, FileRun, Planned
+from helixd.ingest.fileplan import FilePlanner, skip_refused, stat_source
+from helixd.ingest.fileruns import FileRun, Planned
 from helixd.ingest.groupwriter import INLINE_REDACT, GroupWriter
 from helixd.ingest.parsepool import ParsePool, PieceJob, default_workers
 from helixd.ingest.readahead import LIVE_READ_AHEAD_ITEMS, READ_AHEAD_ITEMS, ReadAhead
 from helixd.ingest.stats import IngestStats
-from helixd.sources import bundle
-from helixd.sources import sqlite as dbsource
 from helixd.sources.discover import Discovery, Source, discover
-from helixd.sources.gate import DENIED, READ_ERROR, SYMLINK, Refused, open_source, refusal
-from helixd.sources.tailer import (
-    HEAD_BYTES,
-    FileStat,
-    Piece,
-    compress_range,
-    fingerprint,
-    head_of,
-    masked_sidecar,
-    read_at,
-    read_pieces,
-    resume_offset,
-    stat_file,
-    unchanged,
-)
-from helixd.store import agentdb
+from helixd.sources.gate import Refused
+from helixd.sources.tailer import Piece, stat_file, unchanged
 from helixd.store.database import Batch, Store
 
 if TYPE_CHECKING:
@@ -74,7 +58,6 @@ __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 LOOKAHEAD: Final = 3
 POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
 POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
-DB_READ_BYTES: Final = 32 << 20  # row lines read from an agent's database per snapshot
 
 
 class SourceFailed(Exception):
@@ -87,7 +70,7 @@ class SourceFailed(Exception):
         self.cause = cause
 
 
-class Ingestor:
+class Ingestor(FilePlanner):
     """Reads sources into a store, ``chunk_bytes`` at a time; lines longer than
     ``max_line_bytes`` are kept raw without being parsed.  A backlog of ``pool_min_bytes``
     or more is parsed by ``workers`` processes (0: always inline)."""
@@ -158,9 +141,9 @@ class Ingestor:
             seen.add(src.path)
             cur = cursors.get(src.path)
             try:
-                st = _stat(src)
+                st = stat_source(src)
             except Refused as exc:
-                _skip(stats, exc)
+                skip_refused(stats, exc)
                 continue
             if st is None:
                 seen.discard(src.path)  # vanished since discovery: the sweep below marks it
@@ -169,7 +152,7 @@ class Ingestor:
                 total += max(st.size - (cur.offset if cur else 0), 0)
         if isinstance(sources, Discovery):
             for skip in sources.skipped:
-                _skip(stats, Refused(skip.path, skip.reason, skip.detail))
+                skip_refused(stats, Refused(skip.path, skip.reason, skip.detail))
         gone = [p for p in cursors.keys() - seen if not os.path.exists(p)]
         return todo, total, gone
 
@@ -196,7 +179,7 @@ class Ingestor:
                 try:
                     st = await asyncio.to_thread(stat_file, src.path)
                 except Refused as exc:
-                    _skip(stats, exc)
+                    skip_refused(stats, exc)
                     continue
                 if st is not None:
                     found = await self.store.cursor_by_identity(st.dev, st.ino)
@@ -273,200 +256,6 @@ class Ingestor:
             item.redacted = fut
         else:
             item.redacted = asyncio.get_running_loop().run_in_executor(None, redact, piece.data)
-
-    def _plan(
-        self,
-        todo: list[tuple[Source, Cursor | None]],
-        identity: dict[tuple[int, int], Cursor],
-        stats: IngestStats,
-        gone: list[str],
-        budget: int | None = None,
-    ) -> Generator[Planned, None, None]:
-        """(in a worker thread) Open each file in turn through the path gate, decide where
-        to resume and yield its pieces.  A file that cannot be opened or read is counted
-        and skipped; the pieces it gave before a read error keep their cursors."""
-        for src, cursor in todo:
-            try:
-                st = _stat(src)
-            except Refused as exc:
-                _skip(stats, exc)
-                continue
-            if st is None:
-                if cursor is not None:
-                    gone.append(src.path)
-                continue
-            if cursor is None:
-                cursor = _carried(identity, st)
-                if cursor is not None and unchanged(cursor, st):  # renamed, nothing new
-                    run = FileRun(
-                        src=src,
-                        st=st,
-                        previous=cursor,
-                        generation=cursor.generation,
-                        head_hash=cursor.head_hash,
-                        head_len=cursor.head_len,
-                        ctx=FileContext(src.path, src.rel),
-                        state=cursor.state,
-                        offset=cursor.offset,
-                        moved=True,
-                    )
-                    yield Planned(run, None)
-                    continue
-            try:
-                yield from self._plan_file(src, cursor, stats, budget)
-            except (Refused, OSError) as exc:
-                refused = refusal(src.path, exc)
-                _skip(stats, refused)
-                if refused.reason in (DENIED, READ_ERROR):  # may pass: the daemon retries later
-                    stats.failed[src.path] = f"{type(exc).__name__}: {exc}"
-
-    def _plan_file(
-        self, src: Source, cursor: Cursor | None, stats: IngestStats, budget: int | None
-    ) -> Iterator[Planned]:
-        """One file's pieces, then its closing item (not after a read error: a cursor
-        saying "examined to the end" would skip the unread rest next time)."""
-        if src.adapter.tables:
-            yield from self._plan_db(src, cursor, stats)
-            return
-        if bundle.members_dir(src) is not None:
-            yield from self._plan_bundle(src, cursor, stats)
-            return
-        with open_source(src.root, src.rel) as f:
-            run = self._open(src, f, cursor, stats)
-            for piece in read_pieces(
-                f,
-                run.offset,
-                run.st.size,
-                self.chunk_bytes,
-                self.max_line_bytes,
-                src.adapter.whole_file(src.rel),
-            ):
-                item = Planned(run, piece)
-                if piece.oversized:
-                    item.raw_z, item.raw_z_secrets = compress_range(
-                        f, piece.offset, piece.oversized
-                    )
-                yield item
-                if budget is not None:
-                    budget -= len(piece.data) + piece.oversized
-                    if budget <= 0 and not piece.at_eof:
-                        stats.more = True
-                        stats.unfinished.append(src.path)
-                        break
-        yield Planned(run, None)
-
-    def _plan_bundle(
-        self, src: Source, cursor: Cursor | None, stats: IngestStats
-    ) -> Iterator[Planned]:
-        """A file read with its directory of members (``helixd/sources/bundle.py``): one line
-        per file, the whole bundle again on every change (a new generation, as a whole file)."""
-        data, st = bundle.read_bundle(src)
-        f = io.BytesIO(data)
-        run = FileRun(
-            src=src,
-            st=st,
-            previous=cursor,
-            generation=(cursor.generation + 1) if cursor else 0,
-            head_hash=b"",
-            head_len=0,
-            ctx=FileContext(src.path, src.rel, None),
-            state={},
-            offset=0,
-        )
-        stats.files_read += 1
-        stats.replaced += cursor is not None
-        for piece in read_pieces(f, 0, len(data), self.chunk_bytes, self.max_line_bytes, True):
-            item = Planned(run, piece)
-            if piece.oversized:
-                item.raw_z, item.raw_z_secrets = compress_range(f, piece.offset, piece.oversized)
-            yield item
-        yield Planned(run, None)
-
-    def _plan_db(self, src: Source, cursor: Cursor | None, stats: IngestStats) -> Iterator[Planned]:
-        """A SQLite database's new rows as row lines (``helixd/sources/sqlite.py``), from the
-        watermarks in its cursor.  A database under the same path with another inode is a
-        new generation read from the start (its rows' natural keys keep the store free of
-        duplicates)."""
-        with open_source(src.root, src.rel) as f:  # the gate: a regular file, no link
-            fst = os.fstat(f.fileno())
-        st = dbsource.stat_db(src.path)
-        if st is None or (st.dev, st.ino) != (fst.st_dev, fst.st_ino):
-            return  # replaced while being looked at: the next change reads it
-        replaced = cursor is not None and (cursor.dev, cursor.ino) != (st.dev, st.ino)
-        state = {} if cursor is None or replaced else dict(cursor.state)
-        marks = state.pop(MARKS, None)
-        run = FileRun(
-            src=src,
-            st=st,
-            previous=cursor,
-            generation=(cursor.generation + replaced) if cursor else 0,
-            head_hash=b"",
-            head_len=0,
-            ctx=FileContext(src.path, src.rel, _sidecar(src, stats)),
-            state=state,
-            offset=cursor.offset if cursor and not replaced else 0,
-            marks=marks if isinstance(marks, dict) else {},
-        )
-        stats.files_read += 1
-        stats.replaced += replaced
-        # The rows are read into memory (at most DB_READ_BYTES a time) and the read
-        # transaction closed before anything is committed: a reader left open would hold
-        # the agent's writer (rollback journal) or its checkpoints (WAL) for that long.
-        resting = agentdb.at_rest(src.path)
-        pieces: list[Piece] = []
-        try:
-            with agentdb.snapshot(src.path, (st.dev, st.ino)) as conn:
-                rows = functools.partial(agentdb.rows, conn)
-                taken = 0
-                for piece in dbsource.read_rows(
-                    rows, src.adapter.tables, run.marks or {}, run.offset, self.chunk_bytes
-                ):
-                    pieces.append(piece)
-                    taken += len(piece.data)
-                    if taken >= DB_READ_BYTES and not piece.at_eof:
-                        stats.more = True  # the rest next time, from the watermarks reached
-                        break
-        except agentdb.Swapped:  # the name changed hands after the gate: nothing read is used
-            if os.path.islink(src.path):
-                _skip(stats, Refused(src.path, SYMLINK))
-            return  # another file under the name: its own change reads it
-        if resting and (agentdb.at_rest(src.path) is False or dbsource.stat_db(src.path) != st):
-            return  # read without locks and the agent started meanwhile: read it again
-        for piece in pieces:
-            yield Planned(run, piece)
-        yield Planned(run, None)
-
-    def _open(self, src: Source, f: BinaryIO, cursor: Cursor | None, stats: IngestStats) -> FileRun:
-        fst = os.fstat(f.fileno())
-        st = FileStat(src.path, fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns)
-        try:
-            sidecar = masked_sidecar(src)
-        except (Refused, OSError) as exc:  # a FIFO or a link named like it: counted, not read
-            _skip(stats, refusal(src.path, exc))
-            sidecar = None
-        head = head_of(f, min(st.size, HEAD_BYTES))
-        head_now = fingerprint(head)
-        head_hash = None
-        if cursor and cursor.head_len:  # the head as long as the cursor's (read once if equal)
-            same = cursor.head_len == len(head)
-            head_hash = head_now if same else fingerprint(head_of(f, cursor.head_len))
-        before = read_at(f, cursor.offset - 1, 1) if cursor and cursor.offset else b""
-        offset, replaced = resume_offset(cursor, st.size, head_hash, before)
-        if src.adapter.whole_file(src.rel) and cursor is not None:
-            offset, replaced = 0, True
-        stats.files_read += 1
-        stats.replaced += replaced
-        return FileRun(
-            src=src,
-            st=st,
-            previous=cursor,
-            generation=(cursor.generation + replaced) if cursor else 0,
-            head_hash=head_now,
-            head_len=len(head),
-            ctx=FileContext(src.path, src.rel, sidecar),
-            state={} if replaced or cursor is None else dict(cursor.state),
-            offset=offset,
-        )
 
     async def _consume(self, item: Planned, writer: GroupWriter, stats: IngestStats) -> None:
         run, piece = item.run, item.piece
@@ -570,22 +359,6 @@ class Ingestor:
             )
 
 
-def _sidecar(src: Source, stats: IngestStats) -> bytes | None:
-    """The adapter's companion file, masked; one that cannot be read is counted, not read."""
-    try:
-        return masked_sidecar(src)
-    except (Refused, OSError) as exc:
-        _skip(stats, refusal(src.path, exc))
-        return None
-
-
-def _stat(src: Source) -> FileStat | None:
-    """A source's stat as the cursor compares it (a database with its ``-wal``)."""
-    if src.adapter.tables:
-        return dbsource.stat_db(src.path)
-    return bundle.stat_bundle(src) if bundle.members_dir(src) is not None else stat_file(src.path)
-
-
 def _job(pool: ParsePool, run: FileRun, piece: Piece) -> PieceJob:
     """The worker's job for a piece: the file's first carries its starting state (nothing
     has been parsed here yet), later ones go on from the worker's own copy."""
@@ -603,15 +376,6 @@ def _job(pool: ParsePool, run: FileRun, piece: Piece) -> PieceJob:
     )
 
 
-def _carried(identity: dict[tuple[int, int], Cursor], st: FileStat) -> Cursor | None:
-    """A cursor that followed its file through a rename (same device and inode, old path
-    gone).  The head fingerprint is checked by ``resume_offset`` afterwards."""
-    cur = identity.get((st.dev, st.ino))
-    if cur is not None and cur.path != st.path and not os.path.exists(cur.path):
-        return cur._replace(path=st.path)
-    return None
-
-
 def _account(stats: IngestStats, batch: Batch, secrets: int) -> None:
     """Count a batch; its events are its prepared rows when a parse worker made them."""
     parsed = batch.parsed
@@ -627,7 +391,3 @@ def _account(stats: IngestStats, batch: Batch, secrets: int) -> None:
         stats.events += len(parsed.events)
         stats.sessions.update(e.session_uid for e in parsed.events)
     stats.sessions.update(u.session_uid for u in parsed.usage)
-
-
-def _skip(stats: IngestStats, exc: Refused) -> None:
-    stats.skip(exc.path, exc.reason, str(exc))
