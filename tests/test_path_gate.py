@@ -363,10 +363,10 @@ def test_admit_all_resolves_the_roots_once_and_agrees_with_admit(tmp_path: Path)
     resolved = 0
 
     class Counting(Gate):
-        def resolve(self) -> list[gate.Root]:
+        def resolve(self, realpath: gate.RealPaths | None = None) -> list[gate.Root]:
             nonlocal resolved
             resolved += 1
-            return super().resolve()
+            return super().resolve(realpath)
 
     admitted, refused = Counting(pairs).admit_all(paths)
     assert resolved == 1

@@ -265,8 +265,8 @@ class Gate:
         bundle changed together are one source to read), and the refused paths with why.
         Does I/O: call it from a worker thread.  The paths' directories are resolved once
         for the group (``RealPaths``: a file costs one ``lstat``, not one per component)."""
-        roots = self.resolve()
-        realpath = RealPaths()
+        realpath = RealPaths()  # the roots' directories, then the paths below them
+        roots = self.resolve(realpath)
         admitted: dict[str, Source] = {}
         refused: dict[str, str] = {}
         for path in paths:
