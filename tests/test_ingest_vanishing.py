@@ -16,8 +16,7 @@ import orjson
 import pytest
 
 from helixd.adapters.declared import claude
-from helixd.ingest import digest
-from helixd.ingest import pipeline as ingest
+from helixd.ingest import digest, fileplan
 from helixd.ingest.pipeline import Ingestor, IngestStats, Source, discover
 from helixd.sources import tailer
 from helixd.sources.tailer import FileStat
@@ -214,7 +213,7 @@ async def test_a_file_deleted_between_the_last_stat_and_open_is_reported(
             os.unlink(path)
         return st
 
-    monkeypatch.setattr(ingest, "stat_file", flaky_stat)
+    monkeypatch.setattr(fileplan, "stat_file", flaky_stat)  # stat_source looks it up there
     stats = await backfill(store, sources(root))
     assert calls[str(doomed)] == 2
     assert len(stats.errors) == 1 and str(doomed) in stats.errors[0]
