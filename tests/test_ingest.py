@@ -3,6 +3,7 @@ reads, idempotence, replaced/truncated/renamed/deleted sources, and bad input.""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ import orjson
 import pytest
 
 from helixd.adapters.declared import claude
-from helixd.ingest import digest, groupwriter
+from helixd.ingest import digest, groupwriter, pipeline
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.database import Batch, Store, now_ms
 from tests.db_snapshot import raw_of, snapshot
@@ -292,6 +293,61 @@ async def test_a_backfill_commits_whole_groups_not_each_piece(
         for key in ("sessions", "events", "usage"):
             assert sa[key] == sb[key], key
     finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_backfill_queues_batches_by_bytes_while_a_group_commits(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the writer commits a group, the producer keeps queuing batches until they make
+    ``QUEUE_BYTES`` (it goes on taking the parse workers' results and feeding them), not
+    four batches whatever their size: four pieces of a small file were less work than one
+    commit.  It waits beyond the bound, and what it queued is committed with its cursors."""
+    f = session_file(home)
+    f.write_bytes(b"".join(record(i, text="q" * 900) for i in range(200)))
+    monkeypatch.setattr(groupwriter, "GROUP_BYTES", 16 * 1024)
+    monkeypatch.setattr(groupwriter, "QUEUE_BYTES", 64 * 1024)
+    a = await Store.open(tmp_path / "a.db")
+    b = await Store.open(tmp_path / "b.db")
+    gate = asyncio.Event()
+    committing = asyncio.Event()
+    real = a.commit_many
+
+    async def held(batches: Sequence[Batch]) -> list[int]:
+        committing.set()
+        await gate.wait()
+        return await real(batches)
+
+    monkeypatch.setattr(a, "commit_many", held)
+    writers: list[groupwriter.GroupWriter] = []
+
+    class Seen(groupwriter.GroupWriter):  # the real writer, remembered to be looked at
+        def __init__(self, store: Store, *, whole: bool = False) -> None:
+            super().__init__(store, whole=whole)
+            writers.append(self)
+
+    monkeypatch.setattr(pipeline, "GroupWriter", Seen)
+    try:
+        task = asyncio.create_task(
+            ingest(a, home / ".claude/projects", chunk_bytes=4096, workers=0)
+        )
+        await asyncio.wait_for(committing.wait(), 10)
+        for _ in range(200):  # the producer queues what the bound allows, then waits
+            await asyncio.sleep(0.005)
+        (writer,) = writers
+        assert writer.queue.qsize() > 4  # batches of ~4 KiB: more than four while it commits
+        assert 48 * 1024 <= writer.queued_bytes <= (64 + 8) * 1024  # and no more than the bound
+        assert not task.done()
+        gate.set()
+        await asyncio.wait_for(task, 30)
+        await ingest(b, home / ".claude/projects")
+        sa, sb = snapshot(a.path), snapshot(b.path)
+        for key in ("sessions", "events", "usage"):
+            assert sa[key] == sb[key], key
+        assert await count(a, "SELECT offset FROM files") == f.stat().st_size
+    finally:
+        gate.set()
         await a.close()
         await b.close()
 

@@ -10,8 +10,13 @@ from typing import Final
 
 from helixd.store.database import Batch, Store
 
-QUEUE_DEPTH: Final = 4
+QUEUE_DEPTH: Final = 4  # a live run's hand-overs waiting for the writer
 GROUP_BYTES: Final = 8 << 20  # a commit groups queued batches up to this many raw bytes
+# A backlog's batches waiting for the writer, in raw bytes rather than a count: while a group
+# commits, the next one fills, so the producer goes on taking the parse workers' results
+# and feeding them new pieces (four batches were ~1.3 MB of the median file's pieces, less
+# than one commit's time of parsing: the workers then waited for the commit).
+QUEUE_BYTES: Final = GROUP_BYTES // 2
 LIVE_GROUP_BYTES: Final = 256 << 10  # ... a live run (its first files visible sooner)
 INLINE_REDACT: Final = 1 << 16
 
@@ -37,7 +42,11 @@ class GroupWriter:
     def __init__(self, store: Store, *, whole: bool = False) -> None:
         self.store = store
         self.whole = whole
-        self.queue: asyncio.Queue[list[Item] | None] = asyncio.Queue(QUEUE_DEPTH)
+        # a live run's queue holds QUEUE_DEPTH hand-overs; a backlog's, QUEUE_BYTES of batches
+        self.queue: asyncio.Queue[list[Item] | None] = asyncio.Queue(QUEUE_DEPTH if whole else 0)
+        self.queued_bytes = 0  # raw bytes of the batches queued and not taken yet (backlog)
+        self.room = asyncio.Event()  # set while the queue holds less than QUEUE_BYTES
+        self.room.set()
         self.held: list[Item] = []  # whole: batches not handed to the task yet
         self.held_bytes = 0
         self.error: BaseException | None = None
@@ -49,15 +58,27 @@ class GroupWriter:
             await self._commit_queued()
         except Exception as exc:
             self.error = exc
+            self.room.set()  # a producer waiting for room raises the error instead
             # let a waiting producer go on; the end may already be in the failed group
             while not self.ended and await self.queue.get() is not None:
                 pass
+        finally:
+            self.room.set()
+
+    async def _take(self, wait: bool = True) -> list[Item] | None:
+        """The next queued item (``wait``: for one to come), its bytes no longer queued."""
+        items = await self.queue.get() if wait else self.queue.get_nowait()
+        if items is not None and not self.whole:
+            self.queued_bytes -= sum(len(batch.raw) for batch, _ in items)
+            if self.queued_bytes < QUEUE_BYTES:
+                self.room.set()
+        return items
 
     async def _commit_queued(self) -> None:
         limit = LIVE_GROUP_BYTES if self.whole else GROUP_BYTES
         done = False
         while not done:
-            items = await self.queue.get()
+            items = await self._take()
             if items is None:
                 self.ended = True
                 return
@@ -70,7 +91,7 @@ class GroupWriter:
             # touches anywhere in the store (the usage table's keys are hashes: a random
             # page per fact), ~1.8x the bytes the rows themselves take in the WAL.
             while size < limit and (not self.whole or not self.queue.empty()):
-                more = self.queue.get_nowait() if self.whole else await self.queue.get()
+                more = await self._take(wait=not self.whole)
                 if more is None:
                     done = self.ended = True
                     break
@@ -102,7 +123,16 @@ class GroupWriter:
         else:
             prepared = asyncio.get_running_loop().run_in_executor(None, batch.prepare)
         if not self.whole:
-            await self.queue.put([(batch, prepared)])
+            while self.queued_bytes >= QUEUE_BYTES:  # the writer frees room as it takes
+                if self.error is not None:
+                    raise self.error
+                if self.task.done():
+                    self.task.result()  # ended without a commit error: cancelled
+                    break
+                self.room.clear()
+                await self.room.wait()
+            self.queued_bytes += len(batch.raw)
+            self.queue.put_nowait([(batch, prepared)])
             await asyncio.sleep(0)
             return
         self.held.append((batch, prepared))

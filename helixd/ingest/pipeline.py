@@ -56,7 +56,11 @@ if TYPE_CHECKING:
 __all__ = ["IngestStats", "Ingestor", "Source", "SourceFailed", "discover"]
 
 LOOKAHEAD: Final = 3
-POOL_LOOKAHEAD: Final = 8  # pieces in flight to the parse workers
+# Pieces in flight to the parse workers, bounded by their bytes: eight pieces of the median
+# file (~0.3 MB) were less work than one group commit takes, so the workers waited while the
+# writer committed; eight 4 MiB pieces held 32 MiB here.
+POOL_AHEAD_BYTES: Final = 8 << 20
+POOL_AHEAD_PIECES: Final = 64
 POOL_MIN_BYTES: Final = 32 << 20  # a backlog this big is parsed by worker processes
 
 
@@ -205,9 +209,11 @@ class Ingestor(FilePlanner):
             pool = ParsePool(self.workers)
             if self.keep_pool:
                 self.pool = pool
-        lookahead = POOL_LOOKAHEAD if pool else LOOKAHEAD
+        lookahead = POOL_AHEAD_PIECES if pool else LOOKAHEAD
+        ahead_bytes = POOL_AHEAD_BYTES if pool else None  # inline: counted in pieces only
         writer = GroupWriter(self.store, whole=whole)
         window: deque[Planned] = deque()
+        in_window = 0  # the bytes of the window's pieces
         gone: list[str] = []
         reads = ReadAhead(
             self._plan(todo, identity, stats, gone, budget),
@@ -217,8 +223,13 @@ class Ingestor(FilePlanner):
             while (item := await reads.next()) is not None:
                 self._start(item, pool)
                 window.append(item)
-                if len(window) > lookahead:
-                    await self._consume(window.popleft(), writer, stats)
+                in_window += _size(item)
+                while len(window) > lookahead or (
+                    ahead_bytes is not None and in_window > ahead_bytes and len(window) > 1
+                ):
+                    first = window.popleft()
+                    in_window -= _size(first)
+                    await self._consume(first, writer, stats)
                     if progress:
                         progress(stats.bytes_read, total)
             while window:
@@ -357,6 +368,11 @@ class Ingestor(FilePlanner):
                     parsed=Parsed(consumed=0, state=run.state),
                 )
             )
+
+
+def _size(item: Planned) -> int:
+    """The bytes a planned item holds while it is in flight."""
+    return 0 if item.piece is None else len(item.piece.data)
 
 
 def _job(pool: ParsePool, run: FileRun, piece: Piece) -> PieceJob:
