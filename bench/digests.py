@@ -42,7 +42,7 @@ async def backfill(home: Path, db: Path) -> None:
         await Ingestor(store).backfill(discover(pairs))
 
 
-async def one(base: Path, db: Path, mode: str) -> tuple[float, float, float, int]:
+async def one(base: Path, db: Path, mode: str) -> tuple[float, float, float, int, int, int]:
     from helixd.ingest import digest
     from helixd.ingest.parsepool import ParsePool
     from helixd.store.database import Store, now_ms
@@ -61,9 +61,11 @@ async def one(base: Path, db: Path, mode: str) -> tuple[float, float, float, int
         t, c = time.perf_counter(), time.process_time()
         n = await digest.analyze(store, ids, now_ms(), table=table, builder=builder)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
+    parts = 0
     if pool is not None:
+        parts = pool.digest_parts
         pool.close()
-    return wall, cpu, _children_cpu() - kids, n
+    return wall, cpu, _children_cpu() - kids, n, parts, -(-len(ids) // digest.PIPELINE_BATCH)
 
 
 def main() -> int:
@@ -71,22 +73,31 @@ def main() -> int:
     ap.add_argument("home", type=Path, help="a corpus HOME (bench/gen_corpus.py --out)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-wall", type=float, default=None, help="exit 1 above (workers, s)")
+    ap.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="the backfilled store to copy (made there when missing; kept, so that two builds"
+        " can be compared on one store)",
+    )
+    ap.add_argument("--only", choices=("here", "workers"), default=None, help="one mode only")
     args = ap.parse_args()
     home = args.home.resolve()
     walls: dict[str, list[float]] = {"here": [], "workers": []}
     with tempfile.TemporaryDirectory(prefix="helix-digests-") as tmp:
-        base = Path(tmp) / "base.db"
-        asyncio.run(backfill(home, base))
+        base = args.base or Path(tmp) / "base.db"
+        if not base.exists():
+            asyncio.run(backfill(home, base))
         for _ in range(args.runs):
-            for mode in ("here", "workers"):
-                wall, cpu, kids, n = asyncio.run(one(base, Path(tmp) / "run.db", mode))
+            for mode in [args.only] if args.only else ("here", "workers"):
+                wall, cpu, kids, n, parts, of = asyncio.run(one(base, Path(tmp) / "run.db", mode))
                 walls[mode].append(wall)
                 print(
                     f"{mode:8s} {n} sessions  wall {wall:.2f} s  this process {cpu:.2f} s CPU"
-                    f"  worker {kids:.2f} s CPU (its start included)",
+                    f"  worker {kids:.2f} s CPU (its start included), {parts} of {of} parts",
                     flush=True,
                 )
-    med = {m: statistics.median(w) for m, w in walls.items()}
+    med = {m: statistics.median(w) if w else float("nan") for m, w in walls.items()}
     print(
         f"median wall: here {med['here']:.2f} s, workers {med['workers']:.2f} s;"
         f" load average {os.getloadavg()[0]:.1f}"

@@ -5,6 +5,7 @@ a partial last line left for later; and a small read never starts a process."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -101,10 +102,10 @@ async def test_worker_processes_store_what_inline_parsing_stores(
     assert inline.pieces_to_workers == 0
     assert pooled.pieces_to_workers > 20
     # the digests: built here after the inline ingest, by the workers after the pooled one
-    # (in parts of 2 sessions, every other one: the rest built here meanwhile), byte for byte
-    # the same
+    # (in parts of 2 sessions, as far as they keep up: the rest built here meanwhile), byte for
+    # byte the same
     assert inline.digest_parts_to_workers == 0
-    assert pooled.digest_parts_to_workers >= 2  # and as many built here
+    assert pooled.digest_parts_to_workers >= 2
     built = digests(tmp_path / "pool.db")
     assert len(built) >= 5 and built == digests(tmp_path / "inline.db")
     timing = {"seconds": 0, "mb_per_s": 0}
@@ -194,6 +195,47 @@ async def test_parts_the_builder_fails_to_build_are_built_here(
         assert await digest.analyze(store, ids, NOW, builder=builder) == len(ids)
         assert await store.session_ids_changed_since_analysis() == []
     assert len(calls) >= 3  # every other part: some failed, some built by the builder
+    assert digests(db) == digests(tmp_path / "plain.db")
+
+
+@pytest.mark.parametrize("held", [False, True])
+async def test_a_builder_that_keeps_up_builds_every_part_and_a_slow_one_leaves_parts_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: bool
+) -> None:
+    """The digests' parts go to the builder while it has fewer than ``BUILDER_AHEAD`` to
+    build (not every other part whatever its pace): one that answers at once builds them
+    all; one that is held builds ``BUILDER_AHEAD`` while this process builds the rest.  The
+    digests are those of a plain analyze either way."""
+    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    home = tmp_path / "home"
+    make_home(home)
+    await ingest(tmp_path / "plain.db", home, workers=0)
+    db = tmp_path / "built.db"
+    calls: list[list[int]] = []
+    gate = asyncio.Event()
+
+    async def builder(ids: Sequence[int], now: int, idle_ms: int) -> tuple[int, list[Any]]:
+        calls.append(list(ids))
+        if held:
+            await gate.wait()
+        return digest.build_from(str(db), ids, now, idle_ms, 1, digest.prices())
+
+    async with await Store.open(db) as store:
+        await Ingestor(store, workers=0).backfill(
+            discover([(claude.ADAPTER, home / ".claude/projects")])
+        )
+        ids = await store.session_ids_changed_since_analysis()
+        assert len(ids) >= 5
+        run = asyncio.create_task(digest.analyze(store, ids, NOW, builder=builder))
+        if held:
+            for _ in range(100):
+                await asyncio.sleep(0.01)
+            assert not run.done()  # the saves wait for the builder's parts, in order
+            assert len(calls) == digest.BUILDER_AHEAD  # the next parts were built here
+            gate.set()
+        assert await run == len(ids)
+        assert await store.session_ids_changed_since_analysis() == []
+    assert (len(calls) < len(ids)) if held else (len(calls) == len(ids))
     assert digests(db) == digests(tmp_path / "plain.db")
 
 
