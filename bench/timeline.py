@@ -93,7 +93,7 @@ class Sampler:
 
     def __init__(self, step: float) -> None:
         self.step = step
-        self.samples: list[tuple[float, dict[str, float], int, int, int]] = []
+        self.samples: list[tuple[float, dict[str, float], int, int, int, int]] = []
         self.names: dict[int, str] = {}
         self.last: dict[tuple[int, int], float] = {}  # (pid, tid) -> CPU: ended ones stay
         self.rss: dict[int, int] = {}  # pid -> peak resident KiB
@@ -136,7 +136,7 @@ class Sampler:
             col = _label(self.names.get(tid, "")) if pid == me else "workers"
             cols[col] += cpu
         depth = sum(q.queue.qsize() for q in QUEUES if not q.task.done())
-        self.samples.append((time.perf_counter(), cols, depth, INFLIGHT[0], COMMITTING[0]))
+        self.samples.append((time.perf_counter(), cols, depth, INFLIGHT[0], COMMITTING[0], rss))
 
     def _loop(self) -> None:
         self.me = threading.get_native_id()
@@ -272,30 +272,30 @@ def main() -> int:
     print(
         f"timeline (share of one core per {args.bucket:g} s; q: the writer's queue, mean;"
         " fly: pieces at the workers, mean; idle: share of samples with none; commit: share"
-        " of samples in a group's commit):"
+        " of samples in a group's commit; rss: the tree's peak, MiB):"
     )
     print(
         f"{'t':>6s} {'store':>5s} {'loop':>5s} {'other':>5s} {'work':>5s} {'sum':>5s}"
-        f" {'q':>4s} {'fly':>4s} {'idle':>4s} {'commit':>6s}"
+        f" {'q':>4s} {'fly':>4s} {'idle':>4s} {'commit':>6s} {'rss':>4s}"
     )
     prev = sampler.samples[0]
     edge = prev[0] + args.bucket
-    seen: list[tuple[int, int, int]] = []
-    idle_all = n_all = 0
-    for when, cols, depth, fly, comm in sampler.samples[1:]:
-        seen.append((depth, fly, comm))
+    seen: list[tuple[int, int, int, int]] = []
+    for when, cols, depth, fly, comm, rss in sampler.samples[1:]:
+        seen.append((depth, fly, comm, rss))
         if when < edge:
             continue
         span = when - prev[0]
         d = {k: (cols[k] - prev[1][k]) / span for k in cols}
         n = len(seen)
-        idle = sum(1 for _, f, _ in seen if f == 0) / n
+        idle = sum(1 for s in seen if s[1] == 0) / n
         print(
             f"{when - t0:6.1f} {d['store']:5.2f} {d['loop']:5.2f} {d['other']:5.2f}"
             f" {d['workers']:5.2f} {sum(d.values()):5.2f} {sum(s[0] for s in seen) / n:4.1f}"
             f" {sum(s[1] for s in seen) / n:4.1f} {idle:4.2f} {sum(s[2] for s in seen) / n:6.2f}"
+            f" {max(s[3] for s in seen) / 1024:4.0f}"
         )
-        prev, edge, seen = (when, cols, depth, fly, comm), when + args.bucket, []
+        prev, edge, seen = (when, cols, depth, fly, comm, rss), when + args.bucket, []
     back = [p for p in PHASES if p[0] == "backfill"]
     if back:
         inside = [s for s in sampler.samples if back[0][1] <= s[0] <= back[0][2]]
@@ -303,7 +303,7 @@ def main() -> int:
         n_all = len(inside)
         print(
             f"backfill: workers with no piece in {idle_all}/{n_all} samples"
-            f" ({idle_all / max(n_all, 1):.0%}); the writer's queue full in"
+            f" ({idle_all / max(n_all, 1):.0%}); 4 or more batches queued in"
             f" {sum(1 for s in inside if s[2] >= 4)}/{n_all}; in a commit in"
             f" {sum(1 for s in inside if s[4])}/{n_all}"
         )

@@ -24,7 +24,7 @@ from helixd.ingest import digest
 from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.batch import compress_raw, prepare_event
-from helixd.store.database import Store, now_ms
+from helixd.store.database import Batch, Store, now_ms
 from tests.db_snapshot import snapshot
 from tests.secret_corpus import FAMILIES, enc
 from tests.test_ingest import record, session_file
@@ -268,3 +268,37 @@ async def test_a_worker_killed_before_the_digests_leaves_them_all_to_this_proces
     finally:
         pool.close()
     assert digests(db) == digests(tmp_path / "plain.db")
+
+
+async def test_a_workers_batch_drops_its_raw_bytes_and_reads_them_back_for_a_salvage(
+    tmp_path: Path,
+) -> None:
+    """A backlog's batch parsed by a worker holds its compressed block and rows, not the raw
+    bytes (they waited in the writer's queue and group: up to 12 MiB of the tree's peak);
+    it still counts them towards the group, and a salvage's line lengths read them back
+    from the block — the same lengths the raw bytes give."""
+    home = tmp_path / "home"
+    f = session_file(home)
+    f.write_bytes(b"".join(record(i, text="r" * (50 + i)) for i in range(40)))
+    data = f.read_bytes()
+    src = next(iter(discover([(claude.ADAPTER, home / ".claude/projects")])))
+    held: list[Batch] = []
+    async with await Store.open(tmp_path / "a.db") as store:
+        real = store.commit_many
+
+        async def seen(batches: Sequence[Batch]) -> list[int]:
+            held.extend(batches)
+            return await real(batches)
+
+        store.commit_many = seen  # type: ignore[method-assign]
+        ingestor = Ingestor(store, workers=1, pool_min_bytes=0)
+        await ingestor.backfill([src])
+    assert ingestor.pieces_to_workers >= 1
+    (batch,) = [b for b in held if b.parsed.consumed]
+    assert batch.raw == b"" and batch.dropped_raw()
+    assert batch.held_bytes() == len(data)
+    whole = Batch(batch.cursor, batch.start, data, batch.parsed)
+    second = data.index(b"\n") + 1
+    for at in (0, second, len(data) - 5):
+        assert batch.line_length(at) == whole.line_length(at) > 0
+    assert batch.raw == data  # read back once, from the block

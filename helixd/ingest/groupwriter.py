@@ -69,7 +69,7 @@ class GroupWriter:
         """The next queued item (``wait``: for one to come), its bytes no longer queued."""
         items = await self.queue.get() if wait else self.queue.get_nowait()
         if items is not None and not self.whole:
-            self.queued_bytes -= sum(len(batch.raw) for batch, _ in items)
+            self.queued_bytes -= sum(batch.held_bytes() for batch, _ in items)
             if self.queued_bytes < QUEUE_BYTES:
                 self.room.set()
         return items
@@ -83,7 +83,7 @@ class GroupWriter:
                 self.ended = True
                 return
             group = list(items)
-            size = sum(len(batch.raw) for batch, _ in items)
+            size = sum(batch.held_bytes() for batch, _ in items)
             # Whatever else is already queued joins this transaction (group commit).  A
             # backfill waits for more until the group is ``GROUP_BYTES``: the producers
             # (parse workers) hand over one piece at a time, so taking only what was queued
@@ -96,7 +96,7 @@ class GroupWriter:
                     done = self.ended = True
                     break
                 group += more
-                size += sum(len(batch.raw) for batch, _ in more)
+                size += sum(batch.held_bytes() for batch, _ in more)
             for _, prepared in group:
                 if prepared is None:
                     continue
@@ -131,12 +131,12 @@ class GroupWriter:
                     break
                 self.room.clear()
                 await self.room.wait()
-            self.queued_bytes += len(batch.raw)
+            self.queued_bytes += batch.held_bytes()
             self.queue.put_nowait([(batch, prepared)])
             await asyncio.sleep(0)
             return
         self.held.append((batch, prepared))
-        self.held_bytes += len(batch.raw)
+        self.held_bytes += batch.held_bytes()
         if self.held_bytes >= LIVE_GROUP_BYTES:
             await self._hand_over()
 

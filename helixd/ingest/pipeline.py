@@ -324,7 +324,10 @@ class Ingestor(FilePlanner):
             run.marks = piece.marks
         run.state = parsed.state
         end = piece.offset + parsed.consumed
-        raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
+        if rows is not None and raw_z is not None:
+            raw = b""  # a worker's batch holds its block, not the bytes (``Batch.dropped_raw``)
+        else:
+            raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
         seen = run.st.size if piece.at_eof else end
         batch = Batch(
             cursor=run.cursor(end, seen),

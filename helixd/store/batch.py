@@ -54,8 +54,23 @@ class Batch:
         if self.rows is None:
             self.rows = [prepare_event(ev) for ev in self.parsed.events]
 
+    def held_bytes(self) -> int:
+        """The source bytes this batch stands for while it waits for the writer: ``raw``, or
+        the bytes consumed when a parse worker compressed and prepared them and ``raw`` was
+        dropped (``dropped_raw``)."""
+        return len(self.raw) or (self.parsed.consumed if self.dropped_raw() else 0)
+
+    def dropped_raw(self) -> bool:
+        """A backlog's batch from a parse worker keeps only its compressed block and rows
+        (the raw bytes would only serve a salvage's line lengths: ``line_length``)."""
+        return not self.raw and self.raw_z is not None and self.rows is not None
+
     def line_length(self, offset: int) -> int:
-        """The length of the source line at ``offset`` (0 when the bytes are not at hand)."""
+        """The length of the source line at ``offset`` (0 when the bytes are not at hand).
+        A batch that dropped its raw bytes reads them back from its block (salvage only)."""
+        if self.dropped_raw() and not self.source and self.parsed.consumed:
+            assert self.raw_z is not None
+            self.raw = zstandard.ZstdDecompressor().decompress(self.raw_z)
         data = self.raw or self.source
         at = offset - self.start
         if not 0 <= at < len(data):
