@@ -333,9 +333,12 @@ async def test_a_backfill_queues_batches_by_bytes_while_a_group_commits(
             ingest(a, home / ".claude/projects", chunk_bytes=4096, workers=0)
         )
         await asyncio.wait_for(committing.wait(), 10)
-        for _ in range(200):  # the producer queues what the bound allows, then waits
-            await asyncio.sleep(0.005)
         (writer,) = writers
+        for _ in range(1000):  # the producer queues what the bound allows (a loaded machine:
+            if writer.queued_bytes >= 48 * 1024:  # up to 10 s), then waits
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
         assert writer.queue.qsize() > 4  # batches of ~4 KiB: more than four while it commits
         assert 48 * 1024 <= writer.queued_bytes <= (64 + 8) * 1024  # and no more than the bound
         assert not task.done()
