@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -159,6 +160,14 @@ class Sampler:
 
 
 def main() -> int:
+    tmp = tempfile.mkdtemp(prefix="helix-timeline-")
+    try:
+        return run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the store (~0.5x the corpus)
+
+
+def run(tmp: str) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("home", type=Path, help="a corpus HOME (bench/gen_corpus.py --out)")
     ap.add_argument("--evict", action="store_true", help="end with the retention pass")
@@ -167,7 +176,6 @@ def main() -> int:
     ap.add_argument("--min-busy", type=float, default=0.0, help="exit 1 below this average")
     args = ap.parse_args()
     home = args.home.resolve()
-    tmp = tempfile.mkdtemp(prefix="helix-timeline-")
     os.environ.update(
         {
             "TZ": "UTC",
