@@ -128,3 +128,18 @@ async def test_a_text_only_the_index_refuses_quarantines_its_line_only(store: St
     traced = [sql for sql in traced if not sql.startswith("--")]
     assert all(sql.startswith("INSERT INTO search (rowid") for sql in traced[-3:-1])
     assert traced[-1] == "COMMIT"
+
+
+async def test_none_binds_as_null_through_the_registered_adapter(store: Store) -> None:
+    """The writer registers an adapter for ``None`` (``write_sql.bind_none_directly``: the
+    adapter look-up's fast path, ~310 -> ~125 ns a parameter); the values stored are NULL
+    exactly as without it."""
+    assert (type(None), sqlite3.PrepareProtocol) in sqlite3.adapters
+    await store.commit(_batch("n", "/src/n.jsonl", ["alpha"], 9))
+    row = await store.db.execute(
+        "SELECT role, tool, call_id, body, parent_seq, typeof(role), typeof(body)"
+        " FROM events WHERE session_id = (SELECT id FROM sessions WHERE native_id = 'n')"
+    )
+    assert row == [(None, None, None, None, None, "null", "null")]
+    direct = sqlite3.connect(":memory:")
+    assert direct.execute("SELECT typeof(?), ? IS NULL", (None, None)).fetchone() == ("null", 1)
