@@ -128,3 +128,50 @@ async def test_a_text_only_the_index_refuses_quarantines_its_line_only(store: St
     traced = [sql for sql in traced if not sql.startswith("--")]
     assert all(sql.startswith("INSERT INTO search (rowid") for sql in traced[-3:-1])
     assert traced[-1] == "COMMIT"
+
+
+async def test_none_binds_as_null_through_the_registered_adapter(store: Store) -> None:
+    """The writer registers an adapter for ``None`` (``write_sql.bind_none_directly``: the
+    adapter look-up's fast path, ~310 -> ~125 ns a parameter); the values stored are NULL
+    exactly as without it."""
+    assert (type(None), sqlite3.PrepareProtocol) in sqlite3.adapters
+    await store.commit(_batch("n", "/src/n.jsonl", ["alpha"], 9))
+    row = await store.db.execute(
+        "SELECT role, tool, call_id, body, parent_seq, typeof(role), typeof(body)"
+        " FROM events WHERE session_id = (SELECT id FROM sessions WHERE native_id = 'n')"
+    )
+    assert row == [(None, None, None, None, None, "null", "null")]
+    direct = sqlite3.connect(":memory:")
+    assert direct.execute("SELECT typeof(?), ? IS NULL", (None, None)).fetchone() == ("null", 1)
+
+
+def _usage_reads(traced: list[str]) -> int:
+    return sum(
+        1 for sql in traced if sql.startswith("SELECT key, session_id") and "FROM usage" in sql
+    )
+
+
+async def test_new_usage_facts_are_not_read_back_and_sum_as_before(store: Store) -> None:
+    """The roll-up reads the facts a batch touches before its upsert, and after it only
+    those that were stored already (a new fact is stored as written: a first ingest reads
+    each fact once, not twice); the summaries are the same either way."""
+    facts = [
+        UsageFact("m1", "claude:u", TS, "opus", input_tokens=10, output_tokens=1, rank="a"),
+        UsageFact("m1", "claude:u", TS, "opus", input_tokens=10, output_tokens=7, rank="a"),
+        UsageFact("m2", "claude:u", TS + 1, "opus", 5, 2, 1, 0, 0, 0, "a", recorded_cost_usd=2),
+    ]
+    traced: list[str] = []
+    await store.run(store.con.set_trace_callback, traced.append)
+    await store.commit(_batch("u", "/src/u.jsonl", ["alpha"], 10, usage=facts))
+    first = _usage_reads(traced)
+    traced.clear()
+    again = [UsageFact("m1", "claude:u", TS, "opus", input_tokens=12, output_tokens=9, rank="a")]
+    await store.commit(_batch("u", "/src/u2.jsonl", ["beta"], 11, usage=again))
+    await store.run(store.con.set_trace_callback, None)
+    assert (first, _usage_reads(traced)) == (1, 2)  # the stored fact m1 is read back
+    rows = await store.db.execute(
+        "SELECT responses, input, output, cache_read, recorded_cost_usd, costed FROM usage_buckets"
+    )
+    assert rows == [(2, 17, 11, 1, 2.0, 1)]
+    hours = await store.db.execute("SELECT responses, input, output FROM usage_hours")
+    assert hours == [(2, 17, 11)]

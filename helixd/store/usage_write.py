@@ -42,6 +42,22 @@ ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, rank = exclude
 )
 
 
+def _as_stored(row: list[Any]) -> tuple[Any, ...] | None:
+    """A new fact's row (the upsert's values) as ``_usage_rows`` reads it back once inserted:
+    ``(session_id, ts, model, counters…, recorded cost)``; None when a value's type is not
+    the one its column stores it as (then it is read back)."""
+    ts, model, counts, cost = row[3], row[4], row[5:11], row[11]
+    if not (ts is None or type(ts) is int) or type(model) is not str:
+        return None
+    if any(type(n) is not int for n in counts):
+        return None
+    if type(cost) is int:  # a REAL column stores an integer as a float
+        cost = float(cost)
+    elif cost is not None and type(cost) is not float:
+        return None
+    return (row[1], ts, model, *counts, cost)
+
+
 def _zero_sums() -> list[Any]:
     return [0, 0, 0, 0, 0, 0, 0, 0.0, 0]
 
@@ -88,8 +104,16 @@ class UsageWriter:
                 old[i] = max(old[i], row[i])
             if row[11] is not None:  # a recorded cost merges like a counter
                 old[11] = row[11] if old[11] is None else max(old[11], row[11])
-        keys = [*merged, *(key64(u.dedup_key) for u in usage if u.replace)]
+        replaced = {key64(u.dedup_key) for u in usage if u.replace}
+        keys = [*merged, *replaced]
         before = self._usage_rows(keys)
+        # A merging fact whose key was not stored before is stored as it is: its row is
+        # known without reading it back (a first ingest's facts, nearly all of them).
+        known = {
+            k: stored
+            for k, r in merged.items()
+            if k not in before and k not in replaced and (stored := _as_stored(r)) is not None
+        }
         if merged:
             self.con.executemany(_UPSERT_USAGE, [tuple(r) for r in merged.values()])
         replacing = [
@@ -112,7 +136,11 @@ class UsageWriter:
         ]
         if replacing:
             self.con.executemany(_REPLACE_USAGE, replacing)
-        return self._roll_up(before, self._usage_rows(keys))
+        after = (
+            self._usage_rows([k for k in keys if k not in known]) if len(known) < len(keys) else {}
+        )
+        after.update(known)
+        return self._roll_up(before, after)
 
     def _usage_rows(self, keys: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """``{key: (session_id, ts, model, counters…, recorded cost)}`` of the stored facts

@@ -5,6 +5,7 @@ cursor, and the repository name of a working directory.  Plain data and pure fun
 
 from __future__ import annotations
 
+import sqlite3
 from functools import lru_cache
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Final
@@ -174,6 +175,20 @@ def file_part_values(
     """The values of ``FILE_PART``: a known file's counters and its cursor."""
     c = batch.cursor
     return (*file_counts(batch, stored, session_id), *cursor_values(c, now), c.file_id)
+
+
+# ``sqlite3`` binds an int, a float or a str directly but sends any other value, ``None``
+# included, through its adapter look-up: with no adapter registered for ``None`` that look-up
+# also asks the value for ``__adapt__`` and ``__conform__`` (two failed attribute look-ups),
+# ~310 ns a parameter against ~50 ns for an int.  An event row binds ~6.5 ``None`` on
+# average (330 000 per 204 MB).  Registered, the look-up finds ``_EMPTY.get`` at once (~125 ns)
+# and its result, ``None``, is bound as NULL as before (``tests/test_bulk_write.py``).
+_EMPTY: Final[dict[object, None]] = {}  # its ``get``: a C callable, None for any value
+
+
+def bind_none_directly() -> None:
+    """Register ``None``'s adapter (process-wide, idempotent; NULL is bound either way)."""
+    sqlite3.register_adapter(type(None), _EMPTY.get)
 
 
 def repo_of(cwd: Any) -> str | None:
