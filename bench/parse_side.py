@@ -2,8 +2,10 @@
 compress) over every Claude and Codex transcript under a generated HOME, in the pipeline's
 4 MiB reads, in this one process (no pool, no pickling, no store).  Prints the CPU seconds
 (user + sys of this process, best of ``--runs``), MB/s and the pickled size of the results;
-``--profile`` prints a cProfile of one run by own time.  Exits 1 when the best run used more
-than ``--max-cpu`` seconds.
+``--profile`` prints a cProfile of one run by own time; ``--hash`` prints the SHA-256 of the
+``repr`` of every piece's result (parse result, rows, usage tuples, redacted bytes and the
+compressed block), which must not change when an optimisation is meant to give the same
+answers.  Exits 1 when the best run used more than ``--max-cpu`` seconds.
 
     .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
     .venv/bin/python bench/parse_side.py /tmp/x/c200 --runs 3
@@ -12,6 +14,7 @@ than ``--max-cpu`` seconds.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pickle
 import resource
 import sys
@@ -78,6 +81,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--max-cpu", type=float, default=float("inf"))
+    ap.add_argument("--hash", action="store_true", help="print the results' SHA-256")
     args = ap.parse_args()
     files = jobs(args.home)
     size, results = run_once(files[:3], keep=True)  # warm: imports, caches
@@ -89,6 +93,11 @@ def main() -> int:
         print(f"parse_piece: {cpu() - start:.2f} s CPU", flush=True)
     size, results = run_once(files, keep=True)
     pickled = sum(len(pickle.dumps(r, pickle.HIGHEST_PROTOCOL)) for r in results)
+    if args.hash:
+        digest = hashlib.sha256()
+        for r in results:
+            digest.update(repr(r).encode("utf-8", "surrogatepass"))
+        print(f"results sha256 {digest.hexdigest()} ({len(results)} pieces)")
     print(
         f"{len(files)} files, {size / 1e6:.1f} MB parsed; best {best:.2f} s CPU = "
         f"{size / 1e6 / best:.1f} MB/s; results pickled {pickled / 1e6:.1f} MB"
