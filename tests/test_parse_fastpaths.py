@@ -7,13 +7,18 @@ are, against the split and join that defines it."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helixd.adapters.claude import _FileParse as claude_parse
+from helixd.adapters.codex import _FileParse as codex_parse
 from helixd.adapters.fields import count
 from helixd.adapters.toolkinds import SUMMARY_CHARS, shorten
+from helixd.core.records import Event
 from helixd.core.values import MAX_TOKENS, Rejected, tokens
 from helixd.store.keys import key64
 
@@ -92,3 +97,18 @@ def test_shorten_answers_as_split_and_join(parts: list[str], limit: int) -> None
     text = "".join(parts)
     assert shorten(text, limit) == _shorten_by_definition(text, limit)
     assert shorten(text.replace("\n", " ")) == _shorten_by_definition(text.replace("\n", " "))
+
+
+@pytest.mark.parametrize("emit", [claude_parse.emit, codex_parse.emit])
+def test_emit_defaults_are_the_events(emit: Any) -> None:
+    """The Claude and Codex adapters make events from their fields in order
+    (``Event._make``): every field they leave out takes ``Event``'s own default."""
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(emit).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    assert defaults
+    for name, value in defaults.items():
+        if name in Event._field_defaults:
+            assert value == Event._field_defaults[name], name
