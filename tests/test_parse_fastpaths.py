@@ -1,8 +1,8 @@
 """The parse loops' fast paths (issue 12, worker side) answer exactly what the general path
 answers: ``fields.count``'s early return for the usual values against ``values.tokens`` for
 any JSON value (same count, or the same refusal naming the same field); ``keys.key64`` (a
-copied hasher) against its definition; ``toolkinds.shorten``'s one-line texts, taken as they
-are, against the split and join that defines it."""
+copied hasher) against its definition; the defaults of the Claude and Codex ``emit``, which make
+events from their fields in order."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from helixd.adapters.claude import _FileParse as claude_parse
 from helixd.adapters.codex import _FileParse as codex_parse
 from helixd.adapters.fields import count
-from helixd.adapters.toolkinds import SUMMARY_CHARS, shorten
 from helixd.core.records import Event
 from helixd.core.values import MAX_TOKENS, Rejected, tokens
 from helixd.store.keys import key64
@@ -67,36 +66,6 @@ def test_key64_is_blake2b_8_little_endian_signed(text: str) -> None:
 def test_key64_known_value() -> None:
     assert key64("claude:abc") == _key64_by_definition("claude:abc")
     assert key64("claude:abc") != key64("claude:abd")
-
-
-def _shorten_by_definition(text: str, limit: int = SUMMARY_CHARS) -> str:
-    text = " ".join(text[: limit * 2].split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def test_every_whitespace_character_but_the_space_is_unprintable() -> None:
-    """What ``shorten``'s fast path rests on: a printable character other than U+0020 is
-    never a place where ``str.split`` cuts."""
-    for code in range(0x110000):
-        char = chr(code)
-        if char.isprintable() and char != " ":
-            assert char.split() == [char], hex(code)
-
-
-_SPACES = st.sampled_from(
-    [" ", "  ", "\n", "\t", "\r\n", "\xa0", "\u2028", "\u3000", "\x1c", "\x85"]
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.text(max_size=30) | _SPACES | st.sampled_from(["a" * 150, "é" * 199]), max_size=12),
-    st.sampled_from([SUMMARY_CHARS, 150, 5]),
-)
-def test_shorten_answers_as_split_and_join(parts: list[str], limit: int) -> None:
-    text = "".join(parts)
-    assert shorten(text, limit) == _shorten_by_definition(text, limit)
-    assert shorten(text.replace("\n", " ")) == _shorten_by_definition(text.replace("\n", " "))
 
 
 @pytest.mark.parametrize("emit", [claude_parse.emit, codex_parse.emit])
