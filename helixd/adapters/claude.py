@@ -39,6 +39,7 @@ from helixd.core.timeparse import parse_ts
 from helixd.core.values import record_type
 
 _make_event: Final = Event._make  # an event from its fields in order (``_FileParse.emit``)
+_make_usage: Final = UsageFact._make  # a usage fact from its fields in order
 _AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")  # a subagent's transcript
 
 SYNTHETIC_MODEL: Final = "<synthetic>"
@@ -319,19 +320,25 @@ class _FileParse(ToolBlocks):
         split = get_dict(usage, "cache_creation")
         one_hour = count(split, "ephemeral_1h_input_tokens", "message.usage.cache_creation")
         one_hour = min(one_hour, creation) if creation else one_hour
+        # Made from its fields in order (``UsageFact._make``), as the events are.
         self.out.usage.append(
-            UsageFact(
-                dedup_key=f"{NAME}:{dedup}",
-                session_uid=self.uid,
-                ts=self.ts,
-                model=model,
-                input_tokens=count(usage, "input_tokens", "message.usage"),
-                output_tokens=count(usage, "output_tokens", "message.usage"),
-                cache_read_tokens=count(usage, "cache_read_input_tokens", "message.usage"),
-                cache_write_5m_tokens=max(creation - one_hour, 0),
-                cache_write_1h_tokens=one_hour,
-                rank=self.rank(),
-                offset=self.offset,
+            _make_usage(
+                (
+                    f"{NAME}:{dedup}",  # dedup_key
+                    self.uid,
+                    self.ts,
+                    model,
+                    count(usage, "input_tokens", "message.usage"),
+                    count(usage, "output_tokens", "message.usage"),
+                    count(usage, "cache_read_input_tokens", "message.usage"),
+                    max(creation - one_hour, 0),  # cache_write_5m_tokens
+                    one_hour,  # cache_write_1h_tokens
+                    0,  # reasoning_tokens
+                    self.rank(),
+                    False,  # replace
+                    self.offset,
+                    None,  # recorded_cost_usd
+                )
             )
         )
 
