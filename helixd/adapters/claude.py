@@ -51,8 +51,6 @@ _KNOWN = """user assistant system summary progress queue-operation attachment mo
 KNOWN_TYPES: Final = frozenset(_KNOWN.split())
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-# A record's session facts: (its field, the session's) — copied when a non-empty string.
-_SESSION_FIELDS: Final = (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version"))
 
 
 @functools.lru_cache(maxsize=4096)  # once per file, not per read (the daemon reads often)
@@ -178,19 +176,31 @@ class _FileParse(ToolBlocks):
         if ts is not None:
             if self.first_ts is None or ts < self.first_ts:
                 self.first_ts = ts
-            info["last_ts"] = max(ts, info.get("last_ts") or ts)
-            info["first_ts"] = min(ts, info.get("first_ts") or ts)
-        for src, dst in _SESSION_FIELDS:
-            value = obj.get(src)
-            if value and isinstance(value, str):
-                info[dst] = value
+            last, first = info.get("last_ts"), info.get("first_ts")
+            if not last or ts > last:  # ``max(ts, last or ts)``, set in the same order
+                info["last_ts"] = ts
+            if not first or ts < first:
+                info["first_ts"] = ts
+        # A record's session facts (``cwd``, ``gitBranch``, ``version``), copied when a
+        # non-empty string: written out, not looped over (every user and assistant line).
+        value = obj.get("cwd")
+        if value and type(value) is str:
+            info["cwd"] = value
+        value = obj.get("gitBranch")
+        if value and type(value) is str:
+            info["git_branch"] = value
+        value = obj.get("version")
+        if value and type(value) is str:
+            info["version"] = value
         if self.is_sub and self.parent_native is None and (sid := get_str(obj, "sessionId")):
             self.parent_native = sid
 
     def line(self, offset: int, raw: bytes) -> None:
         """One line (run under ``guard.guarded``: a line that raises is a bad line)."""
         obj, _repaired = jsonl.decode(raw)
-        rtype = record_type(obj.get("type"))
+        rtype = obj.get("type")
+        if type(rtype) is not str:
+            rtype = record_type(rtype)  # None, or a refusal of the line
         if rtype is None or rtype not in KNOWN_TYPES:
             name = str(rtype)
             self.out.unknown_types[name] = self.out.unknown_types.get(name, 0) + 1
