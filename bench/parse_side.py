@@ -5,8 +5,9 @@ compress) over every Claude and Codex transcript under a generated HOME, in the 
 ``--profile`` prints a cProfile of one run by own time; ``--hash`` prints the SHA-256 of the
 ``repr`` of every piece's result (parse result, rows, usage tuples, redacted bytes and the
 compressed block), which must not change when an optimisation is meant to give the same
-answers; ``--parts`` prints the CPU of each part of a piece's work (redaction, parse, rows,
-usage tuples, zstd: the steps of ``parse_piece`` timed one by one, this thread's CPU).  Exits
+answers (the files' paths are part of the results: give both builds the same HOME path);
+``--parts`` prints the CPU of each part of a piece's work (redaction, parse, rows, usage
+tuples, zstd: the steps of ``parse_piece`` timed one by one, this thread's CPU).  Exits
 1 when the best run used more than ``--max-cpu`` seconds.
 
     .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
