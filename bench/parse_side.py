@@ -2,8 +2,13 @@
 compress) over every Claude and Codex transcript under a generated HOME, in the pipeline's
 4 MiB reads, in this one process (no pool, no pickling, no store).  Prints the CPU seconds
 (user + sys of this process, best of ``--runs``), MB/s and the pickled size of the results;
-``--profile`` prints a cProfile of one run by own time.  Exits 1 when the best run used more
-than ``--max-cpu`` seconds.
+``--profile`` prints a cProfile of one run by own time; ``--hash`` prints the SHA-256 of the
+``repr`` of every piece's result (parse result, rows, usage tuples, redacted bytes and the
+compressed block), which must not change when an optimisation is meant to give the same
+answers (the files' paths are part of the results: give both builds the same HOME path);
+``--parts`` prints the CPU of each part of a piece's work (redaction, parse, rows, usage
+tuples, zstd: the steps of ``parse_piece`` timed one by one, this thread's CPU).  Exits
+1 when the best run used more than ``--max-cpu`` seconds.
 
     .venv/bin/python bench/gen_corpus.py --size 200MB --agent both --out /tmp/x/c200
     .venv/bin/python bench/parse_side.py /tmp/x/c200 --runs 3
@@ -12,13 +17,18 @@ than ``--max-cpu`` seconds.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pickle
 import resource
 import sys
+import time
 from pathlib import Path
 
-from helixd.adapters import FileContext
-from helixd.ingest.parsepool import PieceDone, PieceJob, parse_piece
+from helixd.adapters import Chunk, FileContext, adapter_named
+from helixd.adapters.guard import parse_total
+from helixd.core.redact import redact
+from helixd.ingest.parsepool import _USAGE_FIELDS, PieceDone, PieceJob, parse_piece
+from helixd.store.batch import compress_raw, prepare_event
 
 READ_BYTES = 4 << 20  # the pipeline's chunk_bytes
 
@@ -67,6 +77,53 @@ def run_once(files: list[tuple[str, Path, Path]], keep: bool) -> tuple[int, list
     return total, results
 
 
+def parts(files: list[tuple[str, Path, Path]]) -> dict[str, float]:
+    """This thread's CPU seconds in each step of ``parse_piece``, over every file."""
+    spent = dict.fromkeys(("redact", "parse", "rows", "usage", "zstd"), 0.0)
+    clock = time.thread_time
+    for adapter, root, path in files:
+        sidecar = path.with_suffix(".meta.json")
+        ctx = FileContext(
+            str(path),
+            path.relative_to(root).as_posix(),
+            sidecar.read_bytes() if sidecar.exists() else None,
+        )
+        state: dict[str, object] = {}
+        carry = b""
+        base = 0
+        with path.open("rb") as f:
+            while True:
+                block = f.read(READ_BYTES)
+                data = carry + block
+                at_eof = len(block) < READ_BYTES
+                if not data:
+                    break
+                t0 = clock()
+                redacted, _ = redact(data)
+                t1 = clock()
+                parsed = parse_total(
+                    adapter_named(adapter), Chunk(redacted, base, at_eof, ctx), state
+                )
+                t2 = clock()
+                [prepare_event(ev) for ev in parsed.events]
+                t3 = clock()
+                [_USAGE_FIELDS(fact) for fact in parsed.usage]
+                t4 = clock()
+                if parsed.consumed:
+                    compress_raw(redacted[: parsed.consumed])
+                t5 = clock()
+                for name, took in zip(
+                    spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True
+                ):
+                    spent[name] += took
+                state = parsed.state
+                base += parsed.consumed
+                carry = data[parsed.consumed :]
+                if at_eof:
+                    break
+    return spent
+
+
 def cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -78,6 +135,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--max-cpu", type=float, default=float("inf"))
+    ap.add_argument("--hash", action="store_true", help="print the results' SHA-256")
+    ap.add_argument("--parts", action="store_true", help="print the CPU of each step")
     args = ap.parse_args()
     files = jobs(args.home)
     size, results = run_once(files[:3], keep=True)  # warm: imports, caches
@@ -89,10 +148,19 @@ def main() -> int:
         print(f"parse_piece: {cpu() - start:.2f} s CPU", flush=True)
     size, results = run_once(files, keep=True)
     pickled = sum(len(pickle.dumps(r, pickle.HIGHEST_PROTOCOL)) for r in results)
+    if args.hash:
+        digest = hashlib.sha256()
+        for r in results:
+            digest.update(repr(r).encode("utf-8", "surrogatepass"))
+        print(f"results sha256 {digest.hexdigest()} ({len(results)} pieces)")
     print(
         f"{len(files)} files, {size / 1e6:.1f} MB parsed; best {best:.2f} s CPU = "
         f"{size / 1e6 / best:.1f} MB/s; results pickled {pickled / 1e6:.1f} MB"
     )
+    if args.parts:
+        spent = parts(files)
+        each = ", ".join(f"{name} {took:.2f}" for name, took in spent.items())
+        print(f"parts (s CPU): {each}; total {sum(spent.values()):.2f}")
     if args.profile:
         import cProfile
         import pstats

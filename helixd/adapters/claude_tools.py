@@ -23,6 +23,7 @@ from helixd.adapters.toolkinds import (
     shell_command,
     shorten,
 )
+from helixd.core.records import Role
 
 MAX_PENDING_TOOLS: Final = 256
 BODY_LIMIT: Final = 64 * 1024
@@ -44,7 +45,27 @@ class _Line(Protocol):
     share: int
     payloads: bool
 
-    def emit(self, name: str, kind: str, parent: str | None, **fields: Any) -> None: ...
+    def emit(  # ``claude._FileParse.emit``
+        self,
+        name: str,
+        kind: str,
+        parent: str | None,
+        *,
+        role: Role | None = None,
+        tool: str | None = None,
+        call_id: str | None = None,
+        summary: str = "",
+        body: str = "",
+        payload: bytes | None = None,
+        tokens: int = 0,
+        is_error: bool = False,
+        payload_size: int = 0,
+        search_text: str = "",
+        lines_added: int = 0,
+        lines_removed: int = 0,
+        status: str | None = None,
+        tests: tuple[str, int, int, int] | None = None,
+    ) -> None: ...
 
     def tool_use(self: _Line, block: Mapping[str, Any], bkey: str, parent: str | None) -> None: ...
 

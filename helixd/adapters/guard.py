@@ -56,24 +56,45 @@ def guarded(
     try:
         handle(*args)
     except Exception as exc:  # every failure of one line is that line's alone
-        del out.events[marks[0] :], out.usage[marks[1] :], out.sessions[marks[2] :]
-        del out.bad[marks[3] :]
-        out.unknown_types.clear()
-        if unknown:
-            out.unknown_types.update(unknown)
-        run.info.clear()
-        run.info.update(info)
+        _undo(run, marks, unknown, info)
         out.bad.append(BadLine(offset, length, reason(exc)))
 
 
+def _undo(
+    run: LineRun,
+    marks: tuple[int, int, int, int],
+    unknown: dict[str, int] | None,
+    info: dict[str, Any],
+) -> None:
+    """Take back what a failed line added: records past ``marks`` (events, usage, sessions,
+    bad lines), the unknown types and session facts as they were before it."""
+    out = run.out
+    del out.events[marks[0] :], out.usage[marks[1] :], out.sessions[marks[2] :]
+    del out.bad[marks[3] :]
+    out.unknown_types.clear()
+    if unknown:
+        out.unknown_types.update(unknown)
+    run.info.clear()
+    run.info.update(info)
+
+
 def each_line(chunk: Chunk, run: LineRun, handle: Callable[[int, bytes], None]) -> tuple[int, int]:
-    """Frame ``chunk`` into complete lines and hand each to ``handle(offset, raw)`` under
-    ``guarded``; returns ``(consumed, lines)``."""
+    """Frame ``chunk`` into complete lines and hand each to ``handle(offset, raw)`` under the
+    guard (``guarded``'s rule, written out in the loop: one call per line less, ~0.4 µs of a
+    Claude line's ~25, issue 12); returns ``(consumed, lines)``."""
     lines, consumed = jsonl.frame(chunk.data, chunk.at_eof)
     base = chunk.base
     for rel_offset, raw in lines:
         offset = base + rel_offset
-        guarded(run, offset, len(raw), handle, offset, raw)
+        out = run.out
+        marks = (len(out.events), len(out.usage), len(out.sessions), len(out.bad))
+        unknown = dict(out.unknown_types) if out.unknown_types else None
+        info = dict(run.info)
+        try:
+            handle(offset, raw)
+        except Exception as exc:  # every failure of one line is that line's alone
+            _undo(run, marks, unknown, info)
+            out.bad.append(BadLine(offset, len(raw), reason(exc)))
     return consumed, len(lines)
 
 

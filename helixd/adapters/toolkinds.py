@@ -32,7 +32,17 @@ SUMMARY_CHARS: Final = 200
 
 def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
     """``text`` with whitespace collapsed, at most ``limit`` characters (only the head of a
-    long text is looked at)."""
+    long text, ``2 * limit`` characters, is looked at).
+
+    A long text is first collapsed over a shorter head (``limit * 5 // 4`` characters): the
+    collapsed form of a text's head is always the start of the text's own collapsed form
+    (its last word may be cut, which is still a start), so when it is already longer than
+    ``limit`` it gives the same answer, splitting a third fewer characters (issue 12: a
+    third of the 50 000 summaries per 200 MB of transcripts are long tool outputs)."""
+    if len(text) > limit:
+        part = " ".join(text[: limit + limit // 4].split())
+        if len(part) > limit:
+            return part[: limit - 1] + "…"
     text = " ".join(text[: limit * 2].split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
