@@ -5,6 +5,7 @@ evict, renormalize, the fleet push); the digests the worker asks for after a bat
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -92,10 +93,16 @@ class Jobs(Dispatch):
         async with self.guard.use() as store:
             return await self._analyze(store)
 
-    async def _analyze(self, store: Store, max_events: int | None = None) -> int:
+    async def _analyze(
+        self,
+        store: Store,
+        max_events: int | None = None,
+        pick: Callable[[list[int]], list[int]] | None = None,
+    ) -> int:
         """Rebuild the digests that are stale (``max_events``: only of sessions that small;
-        the scheduled pass takes the big ones, since a digest costs O(session))."""
-        return await digest.analyze_stale(store, self.settings, self.prices, None, max_events)
+        the scheduled pass takes the big ones, since a digest costs O(session); ``pick``:
+        only those it picks, the worker's part while files wait)."""
+        return await digest.analyze_stale(store, self.settings, self.prices, None, max_events, pick)
 
     def _limits(self) -> Limits:
         s = self.settings
