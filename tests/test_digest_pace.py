@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helixd.adapters.declared import claude
 from helixd.daemon.health import FileFailures, StoreHealth
-from helixd.daemon.pacing import EVERY, PART, SHARE_INVERSE, DigestPace, DigestTurns
+from helixd.daemon.pacing import EVERY, PART, SHARE_INVERSE, DigestPace, DigestTurns, in_turns
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.worker import Limits, Worker
@@ -112,3 +112,23 @@ async def test_while_files_wait_the_worker_rebuilds_a_part_and_queues_the_rest(
 
 def _digested(con: sqlite3.Connection) -> int:
     return int(con.execute("SELECT count(*) FROM digests").fetchone()[0])
+
+
+async def test_the_scheduled_pass_goes_one_round_in_parts_while_files_wait() -> None:
+    """``in_turns`` (the scheduled digest pass): 20 sessions that go stale again as soon as
+    they are rebuilt (busy) — in parts of 8 while files wait: three parts, then it stops
+    (one round, not "until none is stale", which never comes); nothing waiting: one go."""
+    stale = list(range(100, 120))
+    parts: list[list[int]] = []
+
+    async def analyze(pick: Callable[[list[int]], list[int]]) -> int:
+        taken = pick(list(stale))  # busy sessions: all of them stale again
+        parts.append(taken)
+        return len(taken)
+
+    assert await in_turns(analyze, lambda: PART) == 24
+    assert [len(p) for p in parts] == [8, 8, 8]
+    assert sorted({i for p in parts for i in p}) == stale  # every session had its turn
+    parts.clear()
+    assert await in_turns(analyze, lambda: None) == 20
+    assert parts == [stale]

@@ -12,6 +12,7 @@ that no read waits behind a long one.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -57,3 +58,28 @@ class DigestTurns:
         self.last = taken[-1]  # the last taken in turn (after a wrap: one from the start)
         self.left = len(ids) - len(taken)
         return taken
+
+
+Pick = Callable[[list[int]], list[int]]  # which of the stale sessions to rebuild now
+
+
+async def in_turns(
+    analyze: Callable[[Pick], Awaitable[int]], part: Callable[[], int | None]
+) -> int:
+    """One round over the stale sessions in parts: ``analyze(pick)`` (it rebuilds those
+    ``pick`` takes of the stale ones and says how many) again while some were left,
+    ``part()`` sessions at a time (``None``: the rest at once), until as many as were stale
+    at the start have been rebuilt — busy sessions go stale again as soon as they are
+    rebuilt, so "until none is stale" would never end.  Returns how many were rebuilt."""
+    turns = DigestTurns()
+    stale: list[int] = []
+
+    def pick(ids: list[int]) -> list[int]:
+        if not stale:
+            stale.append(len(ids))
+        return turns.pick(ids, part())
+
+    done = await analyze(pick)
+    while turns.left and stale and done < stale[0]:
+        done += await analyze(pick)
+    return done

@@ -41,7 +41,7 @@ from typing import Any, Final
 import structlog
 
 from helixd.daemon.health import FileFailures, StoreHealth
-from helixd.daemon.pacing import PART, DigestPace, DigestTurns
+from helixd.daemon.pacing import PART, DigestPace, DigestTurns, Pick
 from helixd.daemon.scheduler import Scheduler
 from helixd.daemon.storeguard import StoreGuard
 from helixd.daemon.workqueue import RECONCILE, WorkQueue
@@ -60,7 +60,6 @@ INLINE_DIGEST_EVENTS: Final = 20_000  # bigger sessions are re-digested by the s
 DIGESTS: Final = "\0digests"  # queue item: rebuild the digests of what was read
 GROUP_FILES: Final = 256  # changed paths read in one ingest run
 
-Pick = Callable[[list[int]], list[int]]  # which of the stale sessions to rebuild now
 Analyze = Callable[[Store, int | None, Pick | None], Awaitable[int]]
 
 
