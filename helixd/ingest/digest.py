@@ -389,16 +389,19 @@ async def analyze_stale(
     table: PriceTable,
     now: int | None = None,
     max_events: int | None = None,
+    pick: Callable[[list[int]], list[int]] | None = None,
 ) -> int:
     """Rebuild the digests that are stale at ``now`` (``Store.sessions_to_analyze``; with
-    ``max_events``, only of sessions that small), with the idle time and the repo naming of
-    ``settings`` (the full ``Settings``): the analyze step of every sweep, scheduled pass and
-    command.  Returns how many."""
+    ``max_events``, only of sessions that small; with ``pick``, only the ones it picks of
+    them), with the idle time and the repo naming of ``settings`` (the full ``Settings``):
+    the analyze step of every sweep, scheduled pass and command.  Returns how many."""
     from helixd.store.database import now_ms
 
     idle_ms = int(settings.daemon.idle_close_minutes * 60_000)
     now = now_ms() if now is None else now
     ids = await store.sessions_to_analyze(now, idle_ms, max_events)
+    if pick is not None:
+        ids = pick(ids)
     return await analyze(store, ids, now, idle_ms, table, Naming.from_settings(settings.repos))
 
 
