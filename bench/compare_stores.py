@@ -50,7 +50,7 @@ def _columns(con: sqlite3.Connection, table: str, ignore: set[str]) -> list[str]
 
 def _value(table: str, column: str, value: Any) -> Any:
     if table == "raw_blocks" and column == "data" and isinstance(value, bytes):
-        return zstandard.ZstdDecompressor().decompress(value)
+        return zstandard.ZstdDecompressor().decompressobj().decompress(value)  # streamed blocks too
     return value
 
 

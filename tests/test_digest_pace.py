@@ -126,9 +126,33 @@ async def test_the_scheduled_pass_goes_one_round_in_parts_while_files_wait() -> 
         parts.append(taken)
         return len(taken)
 
-    assert await in_turns(analyze, lambda: PART) == 24
-    assert [len(p) for p in parts] == [8, 8, 8]
-    assert sorted({i for p in parts for i in p}) == stale  # every session had its turn
+    assert await in_turns(analyze, lambda: PART) == 20
+    assert [len(p) for p in parts] == [8, 8, 4]
+    assert sorted(i for p in parts for i in p) == stale  # every session once, in turn
     parts.clear()
     assert await in_turns(analyze, lambda: None) == 20
     assert parts == [stale]
+
+
+async def test_the_scheduled_pass_reaches_a_session_stale_behind_busier_ones() -> None:
+    """A session stale when the pass starts is rebuilt in that pass even when sessions ahead
+    of it in id order keep going stale meanwhile (busy ones the worker's inline rebuilds had
+    just taken): the round follows the sessions stale at its start, it does not count
+    rebuilds (counting let the busy ones use the round up, and the big session 99 — which
+    only this pass rebuilds — was passed over on every pass)."""
+    busy = list(range(1, 41))
+    state = {"calls": 0}
+    parts: list[list[int]] = []
+
+    async def analyze(pick: Callable[[list[int]], list[int]]) -> int:
+        state["calls"] += 1
+        # at the start half of the busy sessions were just rebuilt by the worker; from the
+        # second part on, every busy one is stale again
+        now_stale = [*busy[20:], 99] if state["calls"] == 1 else [*busy, 99]
+        taken = pick(now_stale)
+        parts.append(taken)
+        return len(taken)
+
+    assert await in_turns(analyze, lambda: PART) == 21
+    assert 99 in {i for p in parts for i in p}
+    assert sorted(i for p in parts for i in p) == [*busy[20:], 99]

@@ -66,20 +66,27 @@ Pick = Callable[[list[int]], list[int]]  # which of the stale sessions to rebuil
 async def in_turns(
     analyze: Callable[[Pick], Awaitable[int]], part: Callable[[], int | None]
 ) -> int:
-    """One round over the stale sessions in parts: ``analyze(pick)`` (it rebuilds those
-    ``pick`` takes of the stale ones and says how many) again while some were left,
-    ``part()`` sessions at a time (``None``: the rest at once), until as many as were stale
-    at the start have been rebuilt — busy sessions go stale again as soon as they are
-    rebuilt, so "until none is stale" would never end.  Returns how many were rebuilt."""
+    """One round over the sessions stale when it starts, in parts: ``analyze(pick)`` (it
+    rebuilds those ``pick`` takes of the stale ones and says how many) again until every
+    session stale at the start has been rebuilt or is no longer stale (the worker's inline
+    rebuilds take some meanwhile), ``part()`` sessions at a time (``None``: the rest at
+    once).  Busy sessions go stale again as soon as they are rebuilt, so "until none is
+    stale" would never end; and counting rebuilds instead of tracking the first ones let
+    sessions that went stale meanwhile, ahead in id order, use up the round, so that a
+    session behind them was passed over on every pass.  Returns how many were rebuilt."""
     turns = DigestTurns()
-    stale: list[int] = []
+    first: set[int] | None = None  # stale at the start and not rebuilt yet
 
     def pick(ids: list[int]) -> list[int]:
-        if not stale:
-            stale.append(len(ids))
-        return turns.pick(ids, part())
+        nonlocal first
+        if first is None:
+            first = set(ids)
+        first.intersection_update(ids)  # those rebuilt meanwhile are not stale now
+        taken = turns.pick(sorted(first), part())
+        first.difference_update(taken)
+        return taken
 
     done = await analyze(pick)
-    while turns.left and stale and done < stale[0]:
+    while first:
         done += await analyze(pick)
     return done

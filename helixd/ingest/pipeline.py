@@ -324,8 +324,9 @@ class Ingestor(FilePlanner):
             run.marks = piece.marks
         run.state = parsed.state
         end = piece.offset + parsed.consumed
-        if rows is not None and raw_z is not None:
-            raw = b""  # a worker's batch holds its block, not the bytes (``Batch.dropped_raw``)
+        dropped = rows is not None and raw_z is not None
+        if dropped:
+            raw = b""  # a worker's batch holds its block, not the bytes (``Batch.raw_dropped``)
         else:
             raw = redacted if parsed.consumed == len(redacted) else redacted[: parsed.consumed]
         seen = run.st.size if piece.at_eof else end
@@ -339,6 +340,7 @@ class Ingestor(FilePlanner):
             replace_events=src.adapter.whole_file(src.rel) or bool(src.adapter.tables),
             rows=rows,
             raw_z=raw_z,  # compressed by a parse worker (else ``Batch.prepare`` does it)
+            raw_dropped=dropped,
             sidecar=None if run.wrote else run.ctx.sidecar,  # kept by coalesce afterwards
         )
         await self._put(writer, stats, run, batch, secrets)

@@ -44,6 +44,8 @@ class Batch:
     replay: bool = False  # re-normalization: records from stored raw lines, raw untouched
     sidecar: bytes | None = None  # the companion file's bytes the adapter was given
     source: bytes = b""  # re-normalization: the bytes parsed (``raw`` is not rewritten)
+    # a parse worker's batch: its block and rows kept, ``raw`` dropped (``held_bytes``)
+    raw_dropped: bool = False
 
     def prepare(self) -> None:
         """Off the store's thread (which is the ingest's critical path): compress the raw
@@ -57,20 +59,17 @@ class Batch:
     def held_bytes(self) -> int:
         """The source bytes this batch stands for while it waits for the writer: ``raw``, or
         the bytes consumed when a parse worker compressed and prepared them and ``raw`` was
-        dropped (``dropped_raw``)."""
-        return len(self.raw) or (self.parsed.consumed if self.dropped_raw() else 0)
-
-    def dropped_raw(self) -> bool:
-        """A backlog's batch from a parse worker keeps only its compressed block and rows
-        (the raw bytes would only serve a salvage's line lengths: ``line_length``)."""
-        return not self.raw and self.raw_z is not None and self.rows is not None
+        dropped (``raw_dropped``: said by whoever dropped them, never inferred from the
+        rows — a batch prepared while it waits would change its count between the queue's
+        addition and its subtraction)."""
+        return len(self.raw) or (self.parsed.consumed if self.raw_dropped else 0)
 
     def line_length(self, offset: int) -> int:
         """The length of the source line at ``offset`` (0 when the bytes are not at hand).
         A batch that dropped its raw bytes reads them back from its block (salvage only)."""
-        if self.dropped_raw() and not self.source and self.parsed.consumed:
-            assert self.raw_z is not None
-            self.raw = zstandard.ZstdDecompressor().decompress(self.raw_z)
+        if self.raw_dropped and not self.raw and self.raw_z is not None and not self.source:
+            # a streamed block (``compress_range``) has no content size: decompress as a stream
+            self.raw = zstandard.ZstdDecompressor().decompressobj().decompress(self.raw_z)
         data = self.raw or self.source
         at = offset - self.start
         if not 0 <= at < len(data):
