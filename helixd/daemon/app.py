@@ -106,6 +106,7 @@ class Daemon(WebFace):
         self.control = Control(self._request)
         self.socket = paths.socket_path()
         self._checkpointed_at = 0  # the worker's bytes read at the last checkpoint tick
+        self._released_at = 0  # ... when the daemon last gave memory back at rest
 
     def _pairs(self) -> list[tuple[Any, Path]]:
         projects = known_projects(self.settings.store.db)

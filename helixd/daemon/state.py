@@ -57,3 +57,4 @@ class DaemonState:
     control: Control
     socket: Path
     _checkpointed_at: int
+    _released_at: int

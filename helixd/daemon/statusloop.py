@@ -14,6 +14,7 @@ import orjson
 import structlog
 
 from helixd import __version__
+from helixd.daemon.memory import trim_heap
 from helixd.daemon.notify import notify, watchdog_interval
 from helixd.daemon.storewatch import StoreWatch
 from helixd.store import walcheck
@@ -62,6 +63,7 @@ class StatusLoop(StoreWatch):
                 self._watch_store()
                 if self.hook_activity.held and self.guard.store is not None:
                     await self.hook_activity.flush(self.guard.store)  # the store is back
+                await self._release_memory_at_rest()
                 await self._checkpoint_when_written()
                 snap = self.snapshot()
                 key = orjson.dumps(
@@ -74,6 +76,24 @@ class StatusLoop(StoreWatch):
             except Exception as exc:  # the loop itself must never end
                 log.error("status_loop_failed", error=str(exc), exc_info=exc)
             await asyncio.sleep(STATUS_EVERY)
+
+    async def _release_memory_at_rest(self) -> None:
+        """Once a tick passes with nothing read after some was (the daemon came to rest):
+        the store's page cache emptied and the heap's free pages given back
+        (``daemon.memory``).  Before the checkpoint of this tick, which still sees the
+        last tick's bytes as new."""
+        written = self.worker.totals["bytes_read"]
+        if written != self._checkpointed_at or written == self._released_at:
+            return
+        if self.guard.store is None:
+            return
+        self._released_at = written
+        try:
+            await self.guard.store.release_memory()
+        except sqlite3.Error as exc:
+            log.warning("release_memory_failed", error=str(exc))
+            return
+        trim_heap()
 
     async def _checkpoint_when_written(self) -> None:
         """A passive checkpoint off the writer's commit path, when the worker wrote since

@@ -309,6 +309,11 @@ class Store:
             uids = await self.run(self._writer.uids_of, [d[0] for d in digests])
             self._publish(DIGEST, (), uids)
 
+    async def release_memory(self) -> None:
+        """Empty the connection's page cache (``PRAGMA shrink_memory``): the daemon at rest
+        (``helixd.daemon.memory``); the next statements read their pages back."""
+        await self.db.execute("PRAGMA shrink_memory")
+
     async def checkpoint(self) -> None:
         await self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
