@@ -546,3 +546,55 @@ def test_the_events_share_of_tier1_is_a_running_total_kept_in_step(db: Path, cli
         assert tier1.tier1_bytes(con) == after
     finally:
         con.close()
+
+
+async def _pass_traced(db: Path, retention: RetentionSettings) -> tuple[dict[str, Any], list[str]]:
+    """A dry-run pass with the statements it ran on the store's connection."""
+    statements: list[str] = []
+    async with await Store.open(db) as store:
+        await store.run(store.con.set_trace_callback, statements.append)
+        out = await evict_pass(store, retention, now_ms(), None, dry_run=True)
+        await store.run(store.con.set_trace_callback, None)
+    return out, statements
+
+
+def _per_session_scans(statements: list[str]) -> list[str]:
+    return [s for s in statements if "FROM events" in s or "FROM raw_blocks" in s]
+
+
+async def test_a_pass_with_nothing_to_evict_answers_from_the_totals_with_the_same_summary(
+    db: Path,
+) -> None:
+    """Issue 12: within both caps and with no session past the age, the pass reads the
+    running totals and the sessions' times, not every event and raw block (``measure``),
+    and says what the full measurement says; one byte over the soft cap, or one session
+    past the age, and it measures and evicts as before."""
+    con = sqlite3.connect(db)
+    total = sum(tier1.tier1_bytes(con))
+    con.close()
+    young = {"raw_max_age_days": 100_000}
+    at_cap = RetentionSettings(raw_soft_cap_bytes=total, **young)
+    quick, statements = await _pass_traced(db, at_cap)
+    assert not _per_session_scans(statements), statements
+    async with await Store.open(db) as store:
+        usage = await store.retention_usage()
+    full = select_evictions(
+        usage["rows"],
+        now_ms(),
+        Policy.from_settings(at_cap),
+        distilled_bytes=usage["distilled_bytes"],
+        other_bytes=usage["other_bytes"],
+    )
+    assert full.evictions == [] and not full.analyze_first
+    assert quick["evictions"] == [] and not quick["analyze_first"]
+    assert quick["usage_before"] == quick["usage_after"] == full.usage_before == total
+    assert quick["index_bytes_before"] == usage["index_bytes"]
+    assert quick["distilled_bytes"] == usage["distilled_bytes"] > 0
+    over, statements = await _pass_traced(
+        db, RetentionSettings(raw_soft_cap_bytes=total - 1, **young)
+    )
+    assert _per_session_scans(statements) and over["evictions"]
+    assert over["usage_before"] == total
+    aged, statements = await _pass_traced(db, RetentionSettings(raw_max_age_days=45))
+    assert _per_session_scans(statements)
+    assert {e["pass"] for e in aged["evictions"]} == {"backstop"}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helixd.core.retention import DAY_MS, Plan, Policy, SessionUsage, select_evictions
+from helixd.core.retention import DAY_MS, Plan, Policy, SessionUsage, quick_plan, select_evictions
 from helixd.store import evict, status_totals
 from helixd.store.schema import MIGRATIONS
 
@@ -282,3 +282,31 @@ def test_applied_plans_drop_what_they_say_and_keep_tier_2(
     # m025's running totals follow the retention pass's deletes
     assert status_totals.kept(con) == tuple(con.execute(status_totals.COUNTS).fetchone())
     con.close()
+
+
+def test_quick_plan_is_the_empty_plan_select_evictions_makes_or_none() -> None:
+    """``quick_plan`` (issue 12: the pass without measuring every session) answers only
+    where ``select_evictions`` chooses nothing, with the same figures."""
+    now = 400 * DAY_MS
+    policy = Policy(soft_cap=1000, hard_cap=1500, max_age_ms=45 * DAY_MS, distilled_cap=50)
+    rows = [
+        SessionUsage(1, "a", 300, 200, analyzed_at=now - DAY_MS, last_activity_at=now - DAY_MS),
+        SessionUsage(2, "b", 250, 100, last_activity_at=now - 2 * DAY_MS),
+    ]
+    total = 300 + 200 + 250 + 100 + 150  # and 150 bytes of other
+    oldest = now - 2 * DAY_MS
+    for soft, age_days, distilled in ((1000, 45, 10), (1000, 45, 60), (total, 45, 0)):
+        p = Policy(soft, 1500, age_days * DAY_MS, 50)
+        full = select_evictions(rows, now, p, distilled_bytes=distilled, other_bytes=150)
+        quick = quick_plan(total, oldest, now, p, distilled_bytes=distilled)
+        assert quick is not None and full.evictions == [] and not full.analyze_first
+        assert (quick.usage_before, quick.usage_after, quick.distilled_bytes, quick.tier2_over) == (
+            full.usage_before,
+            full.usage_after,
+            full.distilled_bytes,
+            full.tier2_over,
+        )
+    assert quick_plan(total, oldest, now, Policy(total - 1, 1500, 45 * DAY_MS, 50)) is None
+    assert quick_plan(total, oldest, now, Policy(2000, total - 1, 45 * DAY_MS, 50)) is None
+    assert quick_plan(total, oldest, now, Policy(2000, 3000, DAY_MS, 50)) is None
+    assert quick_plan(total, None, now, policy) is not None  # no session has a time

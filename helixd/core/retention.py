@@ -33,6 +33,10 @@ The algorithm, in order:
 5. Tier 2 guard: distilled bytes over ``distilled_cap`` set ``tier2_over``; nothing is
    dropped for it.
 
+When the store's Tier 1 total is within both caps and no session is past the age, none of
+these steps can choose anything: ``quick_plan`` answers that from the running totals and
+the sessions' times, without measuring every session.
+
 A session counts as analyzed when its digest is at least as new as its last change
 (``analyzed_at`` set and ``changed_at <= analyzed_at``): bytes that arrived after the digest
 was built have not been analyzed.
@@ -155,6 +159,30 @@ class _Left:
 
 def _stages(policy: Policy) -> tuple[int, ...]:
     return (1, 2) if policy.stage_payloads_first else (2,)
+
+
+def quick_plan(
+    tier1_bytes: int,
+    oldest_activity: int | None,
+    now: int,
+    policy: Policy,
+    *,
+    distilled_bytes: int = 0,
+) -> Plan | None:
+    """The plan ``select_evictions`` would make, from bounds alone, when no step of it can
+    choose anything; None when one might (then the caller measures every session).
+
+    ``tier1_bytes`` is the store's whole Tier 1 (what ``select_evictions`` sums from the
+    rows and ``other_bytes``); ``oldest_activity`` the earliest last activity of any session
+    (analyzed or not, its ``analyzed_at`` where it has no other time): none past the age
+    backstop and a total within both caps leave the backstop, the budget and the hard cap
+    nothing to do."""
+    past_age = oldest_activity is not None and now - oldest_activity > policy.max_age_ms
+    if past_age or tier1_bytes > policy.soft_cap or tier1_bytes > policy.hard_cap:
+        return None
+    plan = Plan(usage_before=tier1_bytes, usage_after=tier1_bytes, distilled_bytes=distilled_bytes)
+    plan.tier2_over = distilled_bytes > policy.distilled_cap
+    return plan
 
 
 def select_evictions(

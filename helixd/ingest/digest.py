@@ -350,7 +350,10 @@ Built = tuple[int, dict[str, Any], bool, Signals]  # (session id, digest, provis
 # the same price table (``ParsePool.digest_builder``: a parse worker reads the facts, builds)
 Builder = Callable[[Sequence[int], int, int], Awaitable[tuple[int, list[Built]]]]
 PIPELINE_BATCH: Final = 100  # sessions per part when a builder is given (parts overlap)
-BUILDER_AHEAD: Final = 2  # parts at the builder not built yet; beyond, the next is built here
+# parts at the builder not built yet; beyond, the next is built here.  3: the store thread
+# saves every part (~50 ms each on 1.3 GB), so this side is the longer one when it also
+# reads and builds half the parts (2: 11 of 23 here, 2.8 s; 3: 7-8 here, 2.4-2.7 s; issue 12)
+BUILDER_AHEAD: Final = 3
 UNSAVED_PARTS: Final = 8  # parts built or building and not saved yet (the saves go in order)
 
 

@@ -38,6 +38,7 @@ from helixd.store.tier1 import (
     INDEX_DOC_ROW_BYTES,
     RAW_ROW_OVERHEAD,
     _index_total,
+    tier1_bytes,
 )
 
 USAGE_ROW_BYTES: Final = 96
@@ -106,6 +107,29 @@ def measure(con: sqlite3.Connection) -> dict[str, Any]:
         "other_bytes": other,
         "distilled_bytes": distilled_bytes(con),
         "index_bytes": segments + total_docs * INDEX_DOC_ROW_BYTES,
+    }
+
+
+_OLDEST_ACTIVITY: Final = (
+    "SELECT min(coalesce(ended_at, started_at, ingested_at, discovered_at, analyzed_at))"
+    " FROM sessions"
+)
+
+
+def bounds(con: sqlite3.Connection) -> dict[str, Any]:
+    """What ``helixd.core.retention.quick_plan`` decides from, without reading every event:
+    ``tier1_bytes`` (the sum ``measure`` makes, from the running totals ``tier1_bytes``
+    reads), ``index_bytes`` (its full-text index part, as in ``measure``), the earliest
+    ``oldest_activity`` of any session (the backstop's time, else ``analyzed_at``) and
+    ``distilled_bytes``.  A few milliseconds where ``measure`` scans every event (0.2-0.35 s
+    on the 1.3 GB bench store)."""
+    raw, events, index = tier1_bytes(con)
+    oldest = con.execute(_OLDEST_ACTIVITY).fetchone()[0]
+    return {
+        "tier1_bytes": raw + events + index,
+        "index_bytes": index,
+        "oldest_activity": None if oldest is None else int(oldest),
+        "distilled_bytes": distilled_bytes(con),
     }
 
 

@@ -442,4 +442,17 @@ MIGRATIONS: Final[Sequence[tuple[str, str]]] = (
         DROP TRIGGER event_totals_insert;
         """,
     ),
+    (
+        "m028_signal_outbox_by_writer",
+        """
+        -- The fleet outbox's signals entries (m010) come from the writer, once per session
+        -- whose signals are replaced (helixd/store/signals_write.py ``_enqueue_for_fleet``),
+        -- not from an insert trigger run once per signal row, fleet on or off; the update and
+        -- delete triggers stay.
+        DROP TRIGGER fleet_tool_calls_insert;
+        DROP TRIGGER fleet_test_runs_insert;
+        DROP TRIGGER fleet_file_operations_insert;
+        DROP TRIGGER fleet_session_signals_insert;
+        """,
+    ),
 )

@@ -13,9 +13,21 @@ from typing import Final
 
 from helixd.core.signals import Signals
 from helixd.store import tool_rollup
+from helixd.store.migration_sql import NOW_MS
 
 _TABLES: Final = ("tool_calls", "test_runs", "file_operations", "session_signals")
 TARGET_CHARS: Final = 500
+# The fleet outbox's entry for a session's signals (what m010's insert triggers wrote once per
+# row, m028: once per session here): the time of its oldest unshipped change, a new id.
+_FLEET_ON: Final = "SELECT 1 FROM meta WHERE key = 'fleet_outbox'"
+_SIGNALS_ENTRY: Final = "tbl = 'signals' AND k1 = ? AND k2 = 0 AND k3 = ''"
+_ENQUEUE: Final = (
+    f"INSERT INTO fleet_outbox (tbl, k1, k2, k3, at) SELECT 'signals', ?, 0, '',"
+    f" coalesce(min(at), {NOW_MS}) FROM fleet_outbox WHERE {_SIGNALS_ENTRY}"
+)
+_DEQUEUE_OLDER: Final = (
+    f"DELETE FROM fleet_outbox WHERE {_SIGNALS_ENTRY} AND id < (SELECT max(id) FROM fleet_outbox)"
+)
 
 
 def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]]) -> None:
@@ -96,3 +108,16 @@ def replace_signals(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]
             for m in sig.markers
         ],
     )
+    _enqueue_for_fleet(con, items)
+
+
+def _enqueue_for_fleet(con: sqlite3.Connection, items: Sequence[tuple[int, Signals]]) -> None:
+    """While the fleet mirror is on, the outbox entry of every session given new signal
+    rows, as m010's insert triggers made it (m028 dropped them: they ran once per row, ~5 µs
+    each on every insert, fleet on or off; the update and delete triggers stay)."""
+    if con.execute(_FLEET_ON).fetchone() is None:
+        return
+    for sid, sig in items:
+        if sig.tool_calls or sig.test_runs or sig.file_operations or sig.markers:
+            con.execute(_ENQUEUE, (sid, sid))
+            con.execute(_DEQUEUE_OLDER, (sid,))

@@ -220,3 +220,50 @@ def test_fleet_off_stops_recording_until_the_next_push_starts_over(make_store: A
     assert entries(db) == []
     assert call(db, outbox.switch_on, now_ms(), False) == seeded
     assert set(entries(db)) == tier2_keys(db)
+
+
+SIGNAL_TABLES = ("tool_calls", "test_runs", "file_operations", "session_signals")
+
+
+async def _reanalyze(db: Path) -> None:
+    from helixd.ingest import digest
+
+    async with await Store.open(db) as store:
+        await digest.analyze(store, await store.analyzable_session_ids(), now_ms())
+
+
+def test_new_signals_are_enqueued_once_per_session_by_the_writer_not_per_row(
+    make_store: Any,
+) -> None:
+    """m028 (issue 12): the signal tables' insert triggers are gone (they ran once per row on
+    every analyze, fleet on or off: ~0.35 s of the 1.3 GB first ingest's store thread);
+    the writer enqueues each session given signal rows once, keeping the time of the oldest
+    change not shipped yet, as the triggers did."""
+    db = make_store("claude")
+    triggers = {n for (n,) in local(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert not {f"fleet_{t}_insert" for t in SIGNAL_TABLES} & triggers
+    assert {f"fleet_{t}_{e}" for t in SIGNAL_TABLES for e in ("update", "delete")} <= triggers
+    want = sorted({k1 for (_, k1, _, _) in local(db, KEYS["signals"])})
+    assert len(want) > 1
+    con = sqlite3.connect(db)
+    with con:  # fleet off: no entries; the next analyze only inserts
+        for table in SIGNAL_TABLES:
+            con.execute(f"DELETE FROM {table}")
+    con.close()
+    call(db, outbox.switch_on, now_ms(), False)
+    drain(db)
+    con = sqlite3.connect(db)
+    with con:  # an older change of the first session, not shipped yet: its time stays
+        con.execute(
+            "INSERT INTO fleet_outbox (tbl, k1, k2, k3, at) VALUES ('signals', ?, 0, '', 5)",
+            (want[0],),
+        )
+    con.close()
+    asyncio.run(_reanalyze(db))
+    got = [k1 for tbl, k1, _, _ in entries(db) if tbl == "signals"]
+    assert sorted(got) == want  # each once
+    assert local(db, f"SELECT at FROM fleet_outbox WHERE tbl = 'signals' AND k1 = {want[0]}") == [
+        (5,)
+    ]
+    others = local(db, f"SELECT at FROM fleet_outbox WHERE tbl = 'signals' AND k1 != {want[0]}")
+    assert others and all(at > 5 for (at,) in others)
