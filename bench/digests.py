@@ -65,7 +65,11 @@ async def one(base: Path, db: Path, mode: str) -> tuple[float, float, float, int
     if pool is not None:
         parts = pool.digest_parts
         pool.close()
-    return wall, cpu, _children_cpu() - kids, n, parts, -(-len(ids) // digest.PIPELINE_BATCH)
+    try:  # where the parts are made (an older build: in digest itself)
+        from helixd.ingest.digest_parts import PIPELINE_BATCH
+    except ImportError:
+        PIPELINE_BATCH = digest.PIPELINE_BATCH  # type: ignore[attr-defined]
+    return wall, cpu, _children_cpu() - kids, n, parts, -(-len(ids) // PIPELINE_BATCH)
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ import zstandard
 from helixd.adapters import Chunk, FileContext
 from helixd.adapters.declared import claude
 from helixd.adapters.guard import parse_total
-from helixd.ingest import digest
+from helixd.ingest import digest, digest_parts
 from helixd.ingest.parsepool import ParsePool, PieceJob, parse_piece
 from helixd.ingest.pipeline import Ingestor, IngestStats, discover
 from helixd.store.batch import compress_raw, prepare_event
@@ -91,7 +91,7 @@ def digests(db: Path) -> dict[str, tuple[int, int, bytes]]:
 async def test_worker_processes_store_what_inline_parsing_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(digest, "PIPELINE_BATCH", 2)
+    monkeypatch.setattr(digest_parts, "PIPELINE_BATCH", 2)
     home = tmp_path / "home"
     needles = make_home(home)
     chunk = 16 << 10  # many pieces per file: the state travels with the file's pieces
@@ -174,7 +174,7 @@ async def test_parts_the_builder_fails_to_build_are_built_here(
 ) -> None:
     """A worker gone midway (the builder's part fails): that part is read and built in this
     process; every digest is saved, the same as a plain analyze saves."""
-    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    monkeypatch.setattr(digest_parts, "PIPELINE_BATCH", 1)
     home = tmp_path / "home"
     make_home(home)
     await ingest(tmp_path / "plain.db", home, workers=0)
@@ -206,7 +206,7 @@ async def test_a_builder_that_keeps_up_builds_every_part_and_a_slow_one_leaves_p
     build (not every other part whatever its pace): one that answers at once builds them
     all; one that is held builds ``BUILDER_AHEAD`` while this process builds the rest.  The
     digests are those of a plain analyze either way."""
-    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    monkeypatch.setattr(digest_parts, "PIPELINE_BATCH", 1)
     home = tmp_path / "home"
     make_home(home)
     await ingest(tmp_path / "plain.db", home, workers=0)
@@ -231,7 +231,7 @@ async def test_a_builder_that_keeps_up_builds_every_part_and_a_slow_one_leaves_p
             for _ in range(100):
                 await asyncio.sleep(0.01)
             assert not run.done()  # the saves wait for the builder's parts, in order
-            assert len(calls) == digest.BUILDER_AHEAD  # the next parts were built here
+            assert len(calls) == digest_parts.BUILDER_AHEAD  # the next parts were built here
             gate.set()
         assert await run == len(ids)
         assert await store.session_ids_changed_since_analysis() == []
@@ -245,7 +245,7 @@ async def test_a_worker_killed_before_the_digests_leaves_them_all_to_this_proces
     """The real pool with its worker dead (a broken pool refuses every part at ``submit``):
     the builder answers each part with a failed future, never an exception of its own, and
     every part is built here — the ingest does not fail in its digest phase."""
-    monkeypatch.setattr(digest, "PIPELINE_BATCH", 1)
+    monkeypatch.setattr(digest_parts, "PIPELINE_BATCH", 1)
     home = tmp_path / "home"
     make_home(home)
     await ingest(tmp_path / "plain.db", home, workers=0)
