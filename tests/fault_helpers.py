@@ -152,6 +152,30 @@ def ingest_killed_after(args: list[str], env: dict[str, str], kill_after: float 
     return proc.returncode
 
 
+def ingest_killed_mid_write(
+    args: list[str], env: dict[str, str], db: Path, jitter: float, timeout: float = 120
+) -> int:
+    """``helixctl ingest *args`` in a subprocess, SIGKILLed ``jitter`` seconds after the
+    store ``db`` shows a new event committed (so the kill lands inside the ingest, however
+    fast the machine, not in the interpreter's start-up as a fixed delay may); its exit code
+    (``-SIGKILL`` when the kill came before it finished)."""
+    base = max(count_rows(db), 0)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helixd.cli.main", "ingest", *args],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and count_rows(db) <= base and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(jitter)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    return proc.returncode
+
+
 def one_line_error(stderr: str) -> str:
     """The single line a failed command printed; fails on a traceback or several lines."""
     lines = [ln for ln in stderr.splitlines() if ln.strip()]

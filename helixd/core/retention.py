@@ -173,10 +173,10 @@ def quick_plan(
     choose anything; None when one might (then the caller measures every session).
 
     ``tier1_bytes`` is the store's whole Tier 1 (what ``select_evictions`` sums from the
-    rows and ``other_bytes``); ``oldest_activity`` the earliest last activity of any session
-    (analyzed or not, its ``analyzed_at`` where it has no other time): none past the age
-    backstop and a total within both caps leave the backstop, the budget and the hard cap
-    nothing to do."""
+    rows and ``other_bytes``); ``oldest_activity`` the earliest last activity (its
+    ``analyzed_at`` where it has no other time) of the sessions step 2 could take —
+    analyzed, and holding what the backstop's stage drops —: none past the age and a total
+    within both caps leave the backstop, the budget and the hard cap nothing to do."""
     past_age = oldest_activity is not None and now - oldest_activity > policy.max_age_ms
     if past_age or tier1_bytes > policy.soft_cap or tier1_bytes > policy.hard_cap:
         return None

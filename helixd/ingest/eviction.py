@@ -35,7 +35,7 @@ async def plan_pass(
     sessions' times show that nothing can be chosen (``quick_plan``), that empty plan, with
     the same figures, without measuring every session."""
     notes: dict[str, Any] = {"analyzed_now": False, "analyze_error": None}
-    known = await store.retention_bounds()
+    known = await store.retention_bounds(policy.backstop_stage)
     quick = quick_plan(
         known["tier1_bytes"],
         known["oldest_activity"],

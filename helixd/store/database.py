@@ -437,10 +437,11 @@ class Store:
         distilled (Tier 2) bytes."""
         return await self.run(evict.measure, self.con)
 
-    async def retention_bounds(self) -> dict[str, Any]:
-        """Tier 1's total from the running totals, the earliest session activity and the
-        distilled bytes: enough to see that a pass has nothing to evict (``evict.bounds``)."""
-        return await self.run(evict.bounds, self.con)
+    async def retention_bounds(self, backstop_stage: int) -> dict[str, Any]:
+        """Tier 1's total from the running totals, the earliest activity of the sessions the
+        backstop could take and the distilled bytes: enough to see that a pass has nothing
+        to evict (``evict.bounds``)."""
+        return await self.run(evict.bounds, self.con, backstop_stage)
 
     async def evict(
         self, evictions: Sequence[Any], now: int, loss_reason: str = "hard cap"

@@ -110,21 +110,32 @@ def measure(con: sqlite3.Connection) -> dict[str, Any]:
     }
 
 
-_OLDEST_ACTIVITY: Final = (
+# The earliest last activity among the sessions the age backstop could still take
+# (``select_evictions``' step 2): analyzed since their last change, and holding what its
+# stage drops — raw blocks, or at stage 2 events or full-text documents too.  Sessions the
+# backstop already emptied keep their old times and are not counted, so a store past the
+# age once still takes the quick path afterwards (index probes, no per-session sums).
+_OLDEST_CANDIDATE: Final = (
     "SELECT min(coalesce(ended_at, started_at, ingested_at, discovered_at, analyzed_at))"
-    " FROM sessions"
+    " FROM sessions s WHERE analyzed_at IS NOT NULL"
+    " AND (changed_at IS NULL OR changed_at <= analyzed_at)"
+    " AND (EXISTS (SELECT 1 FROM files f JOIN raw_blocks r ON r.file_id = f.id"
+    " WHERE f.session_id = s.id) OR (? >= 2 AND (EXISTS (SELECT 1 FROM events e"
+    " WHERE e.session_id = s.id) OR EXISTS (SELECT 1 FROM search_docs d"
+    " WHERE d.session_id = s.id))))"
 )
 
 
-def bounds(con: sqlite3.Connection) -> dict[str, Any]:
+def bounds(con: sqlite3.Connection, backstop_stage: int) -> dict[str, Any]:
     """What ``helixd.core.retention.quick_plan`` decides from, without reading every event:
     ``tier1_bytes`` (the sum ``measure`` makes, from the running totals ``tier1_bytes``
     reads), ``index_bytes`` (its full-text index part, as in ``measure``), the earliest
-    ``oldest_activity`` of any session (the backstop's time, else ``analyzed_at``) and
-    ``distilled_bytes``.  A few milliseconds where ``measure`` scans every event (0.2-0.35 s
-    on the 1.3 GB bench store)."""
+    ``oldest_activity`` of the sessions the backstop could take at ``backstop_stage``
+    (their backstop time, else ``analyzed_at``) and ``distilled_bytes``.  A few
+    milliseconds where ``measure`` scans every event (0.2-0.35 s on the 1.3 GB bench
+    store)."""
     raw, events, index = tier1_bytes(con)
-    oldest = con.execute(_OLDEST_ACTIVITY).fetchone()[0]
+    oldest = con.execute(_OLDEST_CANDIDATE, (backstop_stage,)).fetchone()[0]
     return {
         "tier1_bytes": raw + events + index,
         "index_bytes": index,

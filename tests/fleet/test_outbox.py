@@ -250,6 +250,13 @@ def test_new_signals_are_enqueued_once_per_session_by_the_writer_not_per_row(
         for table in SIGNAL_TABLES:
             con.execute(f"DELETE FROM {table}")
     con.close()
+    asyncio.run(_reanalyze(db))  # fleet off: the writer enqueues nothing
+    assert not [e for e in entries(db) if e[0] == "signals"]
+    con = sqlite3.connect(db)
+    with con:  # again without signals, so that the analyze below only inserts
+        for table in SIGNAL_TABLES:
+            con.execute(f"DELETE FROM {table}")
+    con.close()
     call(db, outbox.switch_on, now_ms(), False)
     drain(db)
     con = sqlite3.connect(db)
