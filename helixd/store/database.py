@@ -35,6 +35,7 @@ from helixd.core.signals import Signals
 from helixd.store import (
     attribution,
     connection,
+    digest_write,
     evict,
     facts,
     probe,
@@ -304,7 +305,9 @@ class Store:
         signals: keep the stored ones).  ``analyzed_at``: when the facts they were built
         from were read (a change committed after that is then analyzed again)."""
         now = now_ms()
-        await self.run(self._writer.save_digests, digests, schema_version, now, analyzed_at or now)
+        await self.run(
+            digest_write.save_digests, self.con, digests, schema_version, now, analyzed_at or now
+        )
         if self.on_commit is not None and digests:
             uids = await self.run(self._writer.uids_of, [d[0] for d in digests])
             self._publish(DIGEST, (), uids)

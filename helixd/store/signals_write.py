@@ -1,6 +1,6 @@
 """Saving a session's signals (``helixd.core.signals``) beside its digest, replacing the old set.
 
-Runs inside the digest transaction of ``Writer.save_digests``.  Signals are Tier 2: they
+Runs inside the digest transaction of ``digest_write.save_digests``.  Signals are Tier 2: they
 stay when the session's raw lines and events are evicted (their ``seq`` pointers then name
 events that are gone, which the digest's ``markers`` say).
 """

@@ -15,15 +15,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-import orjson
-
 from helixd.core.records import BadLine, Cursor, SessionInfo, UsageFact
-from helixd.core.signals import Signals
 from helixd.store.batch import MESSAGE_KINDS, Batch, Prepared, batch_owner, merge_infos, record_uids
 from helixd.store.faults import rollback
 from helixd.store.keys import IN_CHUNK
 from helixd.store.search_write import SearchIndexWriter
-from helixd.store.signals_write import replace_signals
 from helixd.store.usage_write import UsageWriter
 from helixd.store.write_sql import (
     ADD_EVENT_TOTALS,
@@ -468,34 +464,3 @@ class Writer:
             ).rowcount
             > 0
         )
-
-    def save_digests(
-        self,
-        digests: Sequence[tuple[int, dict[str, Any], bool, Signals | None]],
-        schema_version: int,
-        now: int,
-        analyzed_at: int | None = None,
-    ) -> None:
-        """Digests (and, where given, the signals they were built from) in one transaction.
-        A session evicted down to its digest keeps the signals it had."""
-        self.con.execute("BEGIN IMMEDIATE")
-        try:
-            replace_signals(self.con, [(sid, sig) for sid, _, _, sig in digests if sig])
-            self.con.executemany(
-                "INSERT INTO digests (session_id, schema_version, built_at, provisional, json)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
-                " schema_version = excluded.schema_version, built_at = excluded.built_at,"
-                " provisional = excluded.provisional, json = excluded.json",
-                [
-                    (sid, schema_version, now, int(prov), orjson.dumps(d))
-                    for sid, d, prov, _ in digests
-                ],
-            )
-            self.con.executemany(
-                "UPDATE sessions SET analyzed_at = ? WHERE id = ?",
-                [(analyzed_at or now, sid) for sid, _, _, _ in digests],
-            )
-            self.con.execute("COMMIT")
-        except BaseException:
-            rollback(self.con)  # never hides the error (SQLite may have rolled back already)
-            raise
