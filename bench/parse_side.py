@@ -44,16 +44,21 @@ def jobs(home: Path) -> list[tuple[str, Path, Path]]:
     return found
 
 
+def _context(root: Path, path: Path) -> FileContext:
+    """The file's context as the pipeline gives it: path, path below its root, sidecar."""
+    sidecar = path.with_suffix(".meta.json")
+    return FileContext(
+        str(path),
+        path.relative_to(root).as_posix(),
+        sidecar.read_bytes() if sidecar.exists() else None,
+    )
+
+
 def run_once(files: list[tuple[str, Path, Path]], keep: bool) -> tuple[int, list[PieceDone]]:
     total = 0
     results: list[PieceDone] = []
     for token, (adapter, root, path) in enumerate(files, 1):
-        sidecar = path.with_suffix(".meta.json")
-        ctx = FileContext(
-            str(path),
-            path.relative_to(root).as_posix(),
-            sidecar.read_bytes() if sidecar.exists() else None,
-        )
+        ctx = _context(root, path)
         state: dict[str, object] | None = {}
         carry = b""
         base = 0
@@ -82,12 +87,7 @@ def parts(files: list[tuple[str, Path, Path]]) -> dict[str, float]:
     spent = dict.fromkeys(("redact", "parse", "rows", "usage", "zstd"), 0.0)
     clock = time.thread_time
     for adapter, root, path in files:
-        sidecar = path.with_suffix(".meta.json")
-        ctx = FileContext(
-            str(path),
-            path.relative_to(root).as_posix(),
-            sidecar.read_bytes() if sidecar.exists() else None,
-        )
+        ctx = _context(root, path)
         state: dict[str, object] = {}
         carry = b""
         base = 0

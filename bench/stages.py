@@ -30,6 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from ccusage_baseline import corpus_env
+
 T: dict[str, float] = {}
 CALLS: dict[str, int] = {}
 
@@ -119,16 +122,7 @@ def main() -> int:
     args = ap.parse_args()
     home = args.home.resolve()
     tmp = tempfile.mkdtemp(prefix="helix-stages-")
-    os.environ.update(
-        {
-            "TZ": "UTC",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            "CODEX_HOME": str(home / ".codex"),
-            "NO_COLOR": "1",
-            "HELIX_STORE_DB": f"{tmp}/helix.db",
-        }
-    )
+    os.environ.update({**corpus_env(home), "HELIX_STORE_DB": f"{tmp}/helix.db"})
     from helixd.ingest import digest, pipeline
     from helixd.store import batch, database, search_write, usage_write, writer
 

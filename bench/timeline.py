@@ -28,6 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from ccusage_baseline import corpus_env
+
 TICK = 1.0 / os.sysconf("SC_CLK_TCK")
 PHASES: list[tuple[str, float, float]] = []  # label, start, end (perf_counter)
 QUEUES: list[Any] = []  # the writers made during the run (their queue depth is sampled)
@@ -178,11 +181,7 @@ def run(tmp: str) -> int:
     home = args.home.resolve()
     os.environ.update(
         {
-            "TZ": "UTC",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            "CODEX_HOME": str(home / ".codex"),
-            "NO_COLOR": "1",
+            **corpus_env(home),
             "HELIX_STORE_DB": f"{tmp}/helix.db",
             "HELIX_RETENTION__RAW_MAX_AGE_DAYS": "100000",
         }
