@@ -310,3 +310,68 @@ def test_quick_plan_is_the_empty_plan_select_evictions_makes_or_none() -> None:
     assert quick_plan(total, oldest, now, Policy(2000, total - 1, 45 * DAY_MS, 50)) is None
     assert quick_plan(total, oldest, now, Policy(2000, 3000, DAY_MS, 50)) is None
     assert quick_plan(total, None, now, policy) is not None  # no session has a time
+
+
+_SESSION = st.builds(
+    lambda sid, raw, ev, ix, analyzed, changed, last: SessionUsage(
+        id=sid,
+        uid=f"u{sid}",
+        raw_bytes=raw,
+        event_bytes=ev,
+        analyzed_at=analyzed,
+        changed_at=changed,
+        last_activity_at=last,
+        index_bytes=ix,
+    ),
+    st.integers(1, 10_000),
+    st.integers(0, 500),
+    st.integers(0, 500),
+    st.integers(0, 100),
+    st.none() | st.integers(0, 100 * DAY_MS),
+    st.none() | st.integers(0, 100 * DAY_MS),
+    st.none() | st.integers(0, 100 * DAY_MS),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    rows=st.lists(_SESSION, max_size=12, unique_by=lambda r: r.id),
+    other=st.integers(0, 300),
+    soft=st.integers(0, 4000),
+    hard=st.integers(0, 6000),
+    age_days=st.integers(1, 90),
+    distilled=st.integers(0, 100),
+    payloads_first=st.booleans(),
+    keeps_events=st.booleans(),
+)
+def test_quick_plan_never_answers_where_select_evictions_would_choose(
+    rows: list[SessionUsage],
+    other: int,
+    soft: int,
+    hard: int,
+    age_days: int,
+    distilled: int,
+    payloads_first: bool,
+    keeps_events: bool,
+) -> None:
+    """Any sessions, any policy: from the bounds ``evict.bounds`` reads — Tier 1's total and
+    the earliest activity of the backstop's candidates (analyzed, holding what its stage
+    drops) — ``quick_plan`` answers only with the plan the full measurement makes: no
+    eviction, no analysis first, the same figures."""
+    policy = Policy(soft, hard, age_days * DAY_MS, 50, payloads_first, keeps_events)
+    now = 100 * DAY_MS
+    stage = policy.backstop_stage
+    candidates = [
+        r.last_activity_at if r.last_activity_at is not None else r.analyzed_at
+        for r in rows
+        if r.analyzed and (r.raw_bytes > 0 or (stage >= 2 and r.event_bytes + r.index_bytes > 0))
+    ]
+    times = [t for t in candidates if t is not None]
+    total = sum(r.raw_bytes + r.event_bytes + r.index_bytes for r in rows) + other
+    quick = quick_plan(total, min(times) if times else None, now, policy, distilled_bytes=distilled)
+    if quick is None:
+        return
+    full = select_evictions(rows, now, policy, distilled_bytes=distilled, other_bytes=other)
+    assert full.evictions == [] and not full.analyze_first
+    assert (quick.usage_before, quick.usage_after) == (full.usage_before, full.usage_after)
+    assert quick.tier2_over == full.tier2_over and quick.distilled_bytes == full.distilled_bytes
